@@ -1,0 +1,3 @@
+module github.com/erpc-go/erpc
+
+go 1.26
