@@ -1,0 +1,358 @@
+package proto
+
+import (
+	"net/netip"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// call is one client RPC as the caller handed it over. The engine holds req
+// (to send and resend it) and resp (to fill it) until the call completes.
+type call struct {
+	id      CallID
+	reqType uint32
+	req     []byte
+	resp    []byte
+	tag     any
+}
+
+type cslotState uint8
+
+const (
+	cslotFree      cslotState = iota
+	cslotActive               // sending the request or receiving the response
+	cslotCanceling            // call canceled; waiting for the server to drop it
+)
+
+// clientSlot is one of a session's Window concurrent requests. Slot i carries
+// request numbers i, i+W, i+2W, ...: the server keeps one slot per number
+// class, which is what makes at-most-once cheap (eRPC).
+type clientSlot struct {
+	state  cslotState
+	sent   bool // a packet of reqNum left: the server may know the number
+	status uint8
+	probes uint8 // probes sent without progress, for backoff
+
+	reqNum  uint64
+	call    call
+	nflight int // in-flight records of this slot
+
+	reqPkts   uint32 // packets in the request
+	reqNext   uint32 // first request packet never sent
+	reqAcked  bitmap
+	reqAckedN uint32
+
+	respSize int // -1 until the first response packet arrives
+	respPkts uint32
+	respGot  bitmap
+	respGotN uint32
+	rfrNext  uint32 // first response packet never asked for
+
+	lastProgress Time // last reply for this slot (probe timer base)
+	cancelAt     Time // last cancel sent
+}
+
+// waiting reports whether the slot has its whole request acknowledged and
+// nothing in flight: it waits for the server's response (a slow handler),
+// probing now and then.
+func (sl *clientSlot) waiting() bool {
+	return sl.state == cslotActive && sl.respSize < 0 && sl.reqAckedN == sl.reqPkts && sl.nflight == 0
+}
+
+// clientSide is the state only client sessions have.
+type clientSide struct {
+	slots    []clientSlot
+	backlog  callQueue
+	pending  int // calls accepted and not completed
+	cancelsN int // slots canceling
+
+	credits int // negotiated total
+	avail   int // not held by in-flight packets
+	flight  inflightList
+	rtt     rttEstimator
+	txSeq   uint32
+	largest uint32 // largest acknowledged seq
+	acked   bool   // largest is valid
+	rr      int    // slot to serve first, rotated for fairness
+
+	waitStart Time // start of the current stretch with something outstanding
+	lastSent  Time
+
+	connectStart, nextConnect Time
+	offer                     wire.Connect
+
+	pingOut    bool
+	pingSeq    uint32
+	pingSentAt Time
+	pingTries  uint8
+}
+
+func (cs *clientSide) busy() bool { return cs.pending > 0 || cs.cancelsN > 0 || cs.pingOut }
+
+func (cs *clientSide) nextSeq() uint32 {
+	cs.txSeq++
+	return cs.txSeq
+}
+
+// ackRecord removes in-flight record i because its reply arrived, returning
+// its credit.
+func (cs *clientSide) ackRecord(i int) inflight {
+	r := cs.flight.removeAt(i)
+	cs.slots[r.slot].nflight--
+	cs.avail++
+	if !cs.acked || seqBefore(cs.largest, r.seq) {
+		cs.largest, cs.acked = r.seq, true
+	}
+	return r
+}
+
+// dropSlotRecords removes every in-flight record of slot i and returns their
+// credits. Replies still on the wire will find no record and be ignored.
+func (cs *clientSide) dropSlotRecords(i int) {
+	n := cs.flight.removeSlot(uint16(i))
+	cs.slots[i].nflight -= n
+	cs.avail += n
+}
+
+// ackPacket records that the server has packet (kind, idx) of slot i, however
+// we learned it, and drops any copy of it still in flight.
+func (cs *clientSide) ackPacket(i int, kind pktKind, idx uint32) {
+	if j := cs.flight.findPacket(uint16(i), kind, idx); j >= 0 {
+		cs.ackRecord(j)
+	}
+}
+
+// callQueue is a FIFO of calls waiting for a free slot. It is a ring that
+// only grows, so a steady backlog does not allocate.
+type callQueue struct {
+	buf  []call
+	head int
+	n    int
+}
+
+func (q *callQueue) push(c call) {
+	if q.n == len(q.buf) {
+		nb := make([]call, max(8, 2*len(q.buf)))
+		for i := 0; i < q.n; i++ {
+			nb[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = nb, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = c
+	q.n++
+}
+
+func (q *callQueue) pop() call {
+	c := q.buf[q.head]
+	q.buf[q.head] = call{}
+	q.head = (q.head + 1) % len(q.buf)
+	q.n--
+	return c
+}
+
+// remove takes the call with id out of the queue, keeping order.
+func (q *callQueue) remove(id CallID) (call, bool) {
+	for i := 0; i < q.n; i++ {
+		if q.buf[(q.head+i)%len(q.buf)].id != id {
+			continue
+		}
+		c := q.buf[(q.head+i)%len(q.buf)]
+		for j := i; j < q.n-1; j++ {
+			q.buf[(q.head+j)%len(q.buf)] = q.buf[(q.head+j+1)%len(q.buf)]
+		}
+		q.buf[(q.head+q.n-1)%len(q.buf)] = call{}
+		q.n--
+		return c, true
+	}
+	return call{}, false
+}
+
+// Connect opens a client session to the engine at addr. Calls may be started
+// on it at once; they wait in the backlog until the handshake completes.
+// EventSessionUp or EventSessionDown reports the outcome.
+func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
+	s := &session{peer: addr, lastHeard: now}
+	s.token = e.newToken()
+	s.c = &clientSide{
+		waitStart:    now,
+		connectStart: now,
+		lastSent:     now,
+	}
+	e.newSession(s)
+	e.byToken[s.token] = s
+	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)
+	e.sendConnect(now, s)
+	e.schedule(s)
+	return s.id()
+}
+
+// newToken picks a random nonzero token no open client session uses.
+func (e *Engine) newToken() uint32 {
+	for {
+		t := uint32(e.cfg.Random())
+		if _, used := e.byToken[t]; t != 0 && !used {
+			return t
+		}
+	}
+}
+
+func (e *Engine) sendConnect(now Time, s *session) {
+	h := wire.Header{Type: wire.TypeConnect, Session: ^uint32(0), Token: s.token, TxSeq: s.c.nextSeq()}
+	e.emitConnect(s.peer, &h, &s.c.offer)
+	s.c.nextConnect = now.Add(e.cfg.ConnectRetry)
+	s.c.lastSent = now
+}
+
+// StartCall queues a request of type reqType on the client session id. The
+// engine reads req and fills resp (reallocating it if too small) until the
+// call completes; the caller must not touch either before the call's
+// EventResponse, which carries tag back. It fails at once only if the session
+// is gone or req is larger than the session allows.
+func (e *Engine) StartCall(now Time, id SessionID, reqType uint32, req, resp []byte, tag any) (CallID, error) {
+	s := e.session(id)
+	if s == nil || s.c == nil {
+		return 0, ErrNoSession
+	}
+	if len(req) > e.cfg.MaxMsgSize || (s.up && len(req) > s.maxMsg) {
+		return 0, ErrMsgTooLarge
+	}
+	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, tag: tag}
+	e.nextCallID++
+	s.c.pending++
+	s.c.backlog.push(c)
+	e.pump(now, s)
+	e.settle(now, s)
+	return c.id, nil
+}
+
+// Cancel abandons a pending call. Its EventResponse (with ErrCanceled) is
+// queued at once and the caller owns its buffers again. If the server may
+// have seen the request, the slot stays busy until the server confirms it
+// dropped it, so at-most-once holds and the session stays usable. Cancel
+// reports false if the call is unknown or already completed.
+func (e *Engine) Cancel(now Time, id SessionID, cid CallID) bool {
+	s := e.session(id)
+	if s == nil || s.c == nil {
+		return false
+	}
+	cs := s.c
+	if c, ok := cs.backlog.remove(cid); ok {
+		cs.pending--
+		e.emitEvent(Event{Type: EventResponse, Session: id, Call: c.id, Tag: c.tag, Err: ErrCanceled})
+		e.settle(now, s)
+		return true
+	}
+	for i := range cs.slots {
+		sl := &cs.slots[i]
+		if sl.state != cslotActive || sl.call.id != cid {
+			continue
+		}
+		e.finishCall(s, i, nil, 0, ErrCanceled)
+		if sl.sent {
+			sl.state = cslotCanceling
+			sl.probes = 0
+			cs.cancelsN++
+			e.sendCancel(now, s, i)
+		} else {
+			e.releaseSlot(s, i)
+		}
+		e.pump(now, s)
+		e.settle(now, s)
+		return true
+	}
+	return false
+}
+
+func (e *Engine) sendCancel(now Time, s *session, i int) {
+	sl := &s.c.slots[i]
+	h := s.header(wire.TypeCancel, sl.reqNum)
+	h.TxSeq = s.c.nextSeq()
+	e.emit(s.peer, &h, nil)
+	sl.cancelAt = now
+	s.c.lastSent = now
+}
+
+// Close ends a session. On a client session every pending call completes
+// with ErrSessionClosed and the server is told; on a server session the
+// requests being handled are orphaned. EventSessionDown follows.
+func (e *Engine) Close(now Time, id SessionID) error {
+	s := e.session(id)
+	if s == nil {
+		return ErrNoSession
+	}
+	if s.c != nil && s.up {
+		h := s.header(wire.TypeDisconnect, 0)
+		e.emit(s.peer, &h, nil)
+	}
+	e.endSession(now, s, ErrSessionClosed)
+	return nil
+}
+
+// endSession fails everything a session has pending with err, reports it
+// down and frees it.
+func (e *Engine) endSession(now Time, s *session, err error) {
+	if s.c != nil {
+		cs := s.c
+		for i := range cs.slots {
+			if cs.slots[i].state == cslotActive {
+				e.completeSlot(s, i, nil, 0, err)
+			}
+		}
+		for cs.backlog.n > 0 {
+			c := cs.backlog.pop()
+			cs.pending--
+			e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: c.id, Tag: c.tag, Err: err})
+		}
+	} else {
+		e.endServerSession(now, s)
+	}
+	e.emitEvent(Event{Type: EventSessionDown, Session: s.id(), Peer: s.peer, Err: err})
+	e.freeSession(s)
+}
+
+// completeSlot ends slot i's call and frees the slot.
+func (e *Engine) completeSlot(s *session, i int, data []byte, status uint8, err error) {
+	e.finishCall(s, i, data, status, err)
+	e.releaseSlot(s, i)
+}
+
+// finishCall queues slot i's EventResponse and forgets the call's buffers.
+func (e *Engine) finishCall(s *session, i int, data []byte, status uint8, err error) {
+	cs := s.c
+	sl := &cs.slots[i]
+	cs.dropSlotRecords(i)
+	e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: sl.call.id, Tag: sl.call.tag,
+		Data: data, Status: status, Err: err})
+	sl.call = call{}
+	cs.pending--
+}
+
+// releaseSlot frees slot i for the next call. If the server may have seen
+// the current number, the slot moves on to the next one of its class, which
+// tells the server it may forget the old response.
+func (e *Engine) releaseSlot(s *session, i int) {
+	sl := &s.c.slots[i]
+	if sl.sent {
+		sl.reqNum += uint64(s.window)
+		sl.sent = false
+	}
+	sl.state = cslotFree
+	sl.reqAcked.shrink(16)
+	sl.respGot.shrink(16)
+}
+
+// settle updates what depends on whether the session waits for anything:
+// the failure clock and the timer.
+func (e *Engine) settle(now Time, s *session) {
+	if e.sessions[s.num] != s {
+		return
+	}
+	cs := s.c
+	switch busy := cs.busy() || !s.up; {
+	case busy && cs.waitStart == Never:
+		cs.waitStart = now
+	case !busy:
+		cs.waitStart = Never
+	}
+	e.schedule(s)
+}

@@ -1,0 +1,247 @@
+package proto
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// clientReceive handles a server-to-client packet.
+func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, payload []byte) {
+	if h.Type == wire.TypeReset {
+		e.onReset(now, from, h)
+		return
+	}
+	s := e.lookup(h.Session)
+	if s == nil || s.c == nil || s.token != h.Token || s.peer != from {
+		e.stats.DropUnknownSession++
+		return
+	}
+	if !s.up {
+		if h.Type == wire.TypeConnectAck {
+			e.onConnectAck(now, s, h, payload)
+		} else {
+			e.stats.DropStale++
+		}
+		return
+	}
+	s.lastHeard = now
+	switch h.Type {
+	case wire.TypeCR:
+		e.onCR(now, s, h)
+	case wire.TypeResp:
+		e.onResp(now, s, h, payload)
+	case wire.TypeNack:
+		e.onNack(now, s, h)
+	case wire.TypeCancelAck:
+		e.onCancelAck(s, h)
+	case wire.TypePong:
+		e.onPong(now, s, h)
+	default: // a duplicate connect-ack
+		e.stats.DropStale++
+	}
+	if e.sessions[s.num] != s {
+		return
+	}
+	e.detectLoss(now, s)
+	e.pump(now, s)
+	e.settle(now, s)
+}
+
+// activeSlot returns the slot carrying request reqNum if it is still in
+// progress, or -1: replies to finished or canceled requests are stale.
+func activeSlot(s *session, reqNum uint64) int {
+	i := int(reqNum % uint64(s.window))
+	sl := &s.c.slots[i]
+	if sl.state != cslotActive || sl.reqNum != reqNum {
+		return -1
+	}
+	return i
+}
+
+// ackReply matches a reply to the in-flight record its echoed sequence
+// number names, returns that record's credit and takes an RTT sample net of
+// the time the server held the packet. A reply that names no record (a
+// duplicate, or an answer to a copy already answered) only carries data.
+func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
+	cs := s.c
+	j := cs.flight.find(h.TxSeq)
+	if j < 0 {
+		return
+	}
+	r := cs.flight.recs[j]
+	if int(r.slot) != int(h.ReqNum%uint64(s.window)) || cs.slots[r.slot].reqNum != h.ReqNum || !answers(h, &r) {
+		e.stats.DropMalformed++
+		return
+	}
+	cs.ackRecord(j)
+	if h.HoldMicros != wire.HoldSaturated {
+		cs.rtt.sample(now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond)
+	}
+}
+
+// answers reports whether reply h can be the answer to client packet r.
+func answers(h *wire.Header, r *inflight) bool {
+	switch h.Type {
+	case wire.TypeCR:
+		return r.idx == h.PktIndex
+	case wire.TypeResp:
+		return (r.kind == kindRFR && r.idx == h.PktIndex) || (r.kind == kindReq && h.PktIndex == 0)
+	}
+	return true // a NACK answers any packet of its request
+}
+
+// onCR: the server has request packet PktIndex (or, flagged pending, the
+// whole request, and its handler is still running).
+func (e *Engine) onCR(now Time, s *session, h *wire.Header) {
+	e.ackReply(now, s, h)
+	i := activeSlot(s, h.ReqNum)
+	if i < 0 {
+		return
+	}
+	cs := s.c
+	sl := &cs.slots[i]
+	sl.lastProgress = now
+	if h.Flags&wire.FlagPending == 0 {
+		sl.probes = 0
+	}
+	if sl.respSize < 0 && h.PktIndex < sl.reqPkts && !sl.reqAcked.set(h.PktIndex) {
+		sl.reqAckedN++
+		cs.ackPacket(i, kindReq, h.PktIndex)
+	}
+}
+
+// onResp stores a response packet and completes the call when it has them all.
+func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
+	e.ackReply(now, s, h)
+	i := activeSlot(s, h.ReqNum)
+	if i < 0 {
+		e.stats.DropStale++
+		return
+	}
+	if !validData(h, len(payload), s.dpp, s.maxMsg) {
+		e.stats.DropMalformed++
+		return
+	}
+	cs := s.c
+	sl := &cs.slots[i]
+	if sl.respSize < 0 {
+		// The server has the whole request: every request packet is
+		// acknowledged, whatever CRs were lost.
+		n := cs.flight.removeKind(uint16(i), kindReq)
+		sl.nflight -= n
+		cs.avail += n
+		sl.reqAckedN = sl.reqPkts
+		sl.respSize = int(h.MsgSize)
+		sl.respPkts = uint32(wire.NumPackets(sl.respSize, s.dpp))
+		sl.respGot.reset(sl.respPkts)
+		sl.respGotN = 0
+		sl.status = h.Code
+		sl.call.resp = sized(sl.call.resp, sl.respSize)
+	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status {
+		e.stats.DropMalformed++
+		return
+	}
+	sl.lastProgress = now
+	sl.probes = 0
+	cs.ackPacket(i, kindRFR, h.PktIndex)
+	if !sl.respGot.set(h.PktIndex) {
+		lo, hi := dataRange(h.PktIndex, sl.respSize, s.dpp)
+		copy(sl.call.resp[lo:hi], payload)
+		sl.respGotN++
+	}
+	if sl.respGotN == sl.respPkts {
+		e.completeSlot(s, i, sl.call.resp, sl.status, nil)
+	}
+}
+
+// sized returns b resized to n, reusing its memory when it is large enough.
+func sized(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	return make([]byte, n)
+}
+
+// onNack: the server refused the request for lack of room (NEBULA's
+// fail-fast); the caller learns at once instead of waiting in a deep queue.
+func (e *Engine) onNack(now Time, s *session, h *wire.Header) {
+	e.ackReply(now, s, h)
+	i := activeSlot(s, h.ReqNum)
+	if i < 0 {
+		e.stats.DropStale++
+		return
+	}
+	e.stats.NacksReceived++
+	e.completeSlot(s, i, nil, h.Code, ErrOverloaded)
+}
+
+// onCancelAck: the server dropped a canceled request; its slot is free.
+func (e *Engine) onCancelAck(s *session, h *wire.Header) {
+	i := int(h.ReqNum % uint64(s.window))
+	sl := &s.c.slots[i]
+	if sl.state != cslotCanceling || sl.reqNum != h.ReqNum {
+		e.stats.DropStale++
+		return
+	}
+	s.c.cancelsN--
+	e.releaseSlot(s, i)
+}
+
+func (e *Engine) onPong(now Time, s *session, h *wire.Header) {
+	cs := s.c
+	if !cs.pingOut {
+		return
+	}
+	if h.TxSeq == cs.pingSeq && h.HoldMicros != wire.HoldSaturated {
+		cs.rtt.sample(now.Sub(cs.pingSentAt))
+	}
+	cs.pingOut = false
+}
+
+// onConnectAck completes the handshake of a connecting session.
+func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []byte) {
+	switch h.Code {
+	case wire.CodeOK:
+	case wire.CodeTooManySessions:
+		e.endSession(now, s, ErrTooMany)
+		return
+	default:
+		e.endSession(now, s, ErrRefused)
+		return
+	}
+	var c wire.Connect
+	if c.Parse(payload) != nil {
+		e.stats.DropMalformed++
+		return
+	}
+	cs := s.c
+	s.remote = c.Session
+	cs.credits = s.negotiate(&e.cfg, &c)
+	cs.avail = cs.credits
+	cs.slots = make([]clientSlot, s.window)
+	for i := range cs.slots {
+		cs.slots[i].reqNum = uint64(i)
+		cs.slots[i].lastProgress = Never
+	}
+	s.up = true
+	s.lastHeard = now
+	if h.TxSeq == cs.txSeq { // answers the latest attempt: a clean first RTT sample
+		cs.rtt.sample(now.Sub(cs.nextConnect) + e.cfg.ConnectRetry)
+	}
+	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer})
+	e.pump(now, s)
+	e.settle(now, s)
+}
+
+// onReset: the server does not know the session (it restarted, or reaped
+// it): fail it, so the caller can reconnect with a new token.
+func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
+	s := e.byToken[h.Token]
+	if s == nil || !s.up || s.peer != from || s.remote != h.Session {
+		e.stats.DropUnknownSession++
+		return
+	}
+	e.endSession(now, s, ErrSessionReset)
+}

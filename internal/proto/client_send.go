@@ -1,0 +1,269 @@
+package proto
+
+import (
+	"time"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// pump moves backlogged calls into free slots and sends what credits allow.
+// Slots are served round robin from a rotating start so no request starves.
+//
+// Congestion control and pacing (Timely and a timing wheel, a later issue)
+// plug in here: transmit is the only place a new client packet leaves, so a
+// rate limiter decides there whether it goes now or later.
+func (e *Engine) pump(now Time, s *session) {
+	if !s.up {
+		return
+	}
+	cs := s.c
+	for cs.backlog.n > 0 {
+		i := freeSlot(cs.slots)
+		if i < 0 {
+			break
+		}
+		e.startSlot(s, i, cs.backlog.pop())
+	}
+	n := len(cs.slots)
+	for k := 0; k < n && cs.avail > 0; k++ {
+		e.sendSlot(now, s, (cs.rr+k)%n)
+	}
+	cs.rr = (cs.rr + 1) % n
+}
+
+func freeSlot(slots []clientSlot) int {
+	for i := range slots {
+		if slots[i].state == cslotFree {
+			return i
+		}
+	}
+	return -1
+}
+
+// startSlot puts call c into free slot i.
+func (e *Engine) startSlot(s *session, i int, c call) {
+	sl := &s.c.slots[i]
+	sl.call = c
+	if len(c.req) > s.maxMsg { // the server accepts less than we thought
+		sl.state = cslotActive
+		e.completeSlot(s, i, nil, 0, ErrMsgTooLarge)
+		return
+	}
+	sl.state = cslotActive
+	sl.status = 0
+	sl.probes = 0
+	sl.reqPkts = uint32(wire.NumPackets(len(c.req), s.dpp))
+	sl.reqNext = 0
+	sl.reqAcked.reset(sl.reqPkts)
+	sl.reqAckedN = 0
+	sl.respSize = -1
+	sl.respPkts = 0
+	sl.respGotN = 0
+	sl.rfrNext = 1
+	sl.lastProgress = Never
+}
+
+// sendSlot sends slot i's next new packets while credits last.
+func (e *Engine) sendSlot(now Time, s *session, i int) {
+	cs := s.c
+	sl := &cs.slots[i]
+	if sl.state != cslotActive {
+		return
+	}
+	if sl.respSize < 0 {
+		for sl.reqNext < sl.reqPkts && cs.avail > 0 {
+			cs.avail--
+			e.transmit(now, s, i, kindReq, sl.reqNext, 0)
+			sl.reqNext++
+		}
+		return
+	}
+	for sl.rfrNext < sl.respPkts && cs.avail > 0 {
+		cs.avail--
+		e.transmit(now, s, i, kindRFR, sl.rfrNext, 0)
+		sl.rfrNext++
+	}
+}
+
+// transmit sends packet (kind, idx) of slot i with a fresh sequence number
+// and records it in flight. The caller has set aside its credit.
+func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32, retx uint8) {
+	cs := s.c
+	sl := &cs.slots[i]
+	h := s.header(wire.TypeRFR, sl.reqNum)
+	h.ReqType = sl.call.reqType
+	h.PktIndex = idx
+	h.TxSeq = cs.nextSeq()
+	var payload []byte
+	if kind == kindReq {
+		h.Type = wire.TypeReq
+		h.MsgSize = uint32(len(sl.call.req))
+		lo, hi := dataRange(idx, len(sl.call.req), s.dpp)
+		payload = sl.call.req[lo:hi]
+	}
+	e.emit(s.peer, &h, payload)
+	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, idx: idx, sentAt: now})
+	sl.nflight++
+	sl.sent = true
+	cs.lastSent = now
+	if sl.lastProgress == Never {
+		sl.lastProgress = now
+	}
+}
+
+// retransmit resends in-flight record j, which is presumed lost. The new copy
+// inherits the record's credit.
+func (e *Engine) retransmit(now Time, s *session, j int) {
+	cs := s.c
+	r := cs.flight.removeAt(j)
+	cs.slots[r.slot].nflight--
+	e.stats.Retransmits++
+	e.transmit(now, s, int(r.slot), r.kind, r.idx, min(r.retx+1, 30))
+}
+
+// detectLoss resends every in-flight packet that ReorderThreshold later
+// packets have overtaken: fast retransmit, long before the RTO. Reordering
+// shallower than the threshold (several paths, SRD) is not taken for loss.
+func (e *Engine) detectLoss(now Time, s *session) {
+	cs := s.c
+	if !cs.acked {
+		return
+	}
+	thresh := uint32(e.cfg.ReorderThreshold)
+	for j := 0; j < cs.flight.len(); {
+		r := &cs.flight.recs[j]
+		if seqBefore(r.seq, cs.largest) && cs.largest-r.seq >= thresh {
+			e.retransmit(now, s, j)
+			continue // the record moved to the end
+		}
+		j++
+	}
+}
+
+// clientDeadline is the earliest time s's timer has work.
+func (e *Engine) clientDeadline(s *session) Time {
+	cs := s.c
+	cfg := &e.cfg
+	if !s.up {
+		return minTime(cs.nextConnect, cs.connectStart.Add(cfg.FailureTimeout))
+	}
+	d := Never
+	if cs.waitStart != Never {
+		d = maxTime(s.lastHeard, cs.waitStart).Add(cfg.FailureTimeout)
+	}
+	rto := cs.rtt.rto(cfg)
+	loss := cs.rtt.lossDelay(cfg)
+	for _, r := range cs.flight.recs {
+		d = minTime(d, r.sentAt.Add(backoff(rto, r.retx, cfg.MaxRTO)))
+		if cs.acked && seqBefore(r.seq, cs.largest) {
+			d = minTime(d, r.sentAt.Add(loss))
+		}
+	}
+	for i := range cs.slots {
+		sl := &cs.slots[i]
+		switch {
+		case sl.waiting():
+			d = minTime(d, sl.lastProgress.Add(e.probeDelay(cs, sl.probes)))
+		case sl.state == cslotCanceling:
+			d = minTime(d, sl.cancelAt.Add(backoff(rto, sl.probes, cfg.MaxRTO)))
+		}
+	}
+	switch {
+	case cs.pingOut:
+		d = minTime(d, cs.pingSentAt.Add(backoff(rto, cs.pingTries, cfg.FailureTimeout/4)))
+	case !cs.busy():
+		d = minTime(d, maxTime(cs.lastSent, s.lastHeard).Add(cfg.KeepaliveInterval))
+	}
+	return d
+}
+
+// probeDelay is how long a waiting slot stays quiet before it asks the
+// server for the response again: the RTO, backing off while the server
+// answers "still pending", but often enough to notice a dead server.
+func (e *Engine) probeDelay(cs *clientSide, probes uint8) time.Duration {
+	return backoff(cs.rtt.rto(&e.cfg), probes, e.cfg.FailureTimeout/4)
+}
+
+// clientTimer does what is due on client session s.
+func (e *Engine) clientTimer(now Time, s *session) {
+	cs := s.c
+	cfg := &e.cfg
+	if !s.up {
+		if now >= cs.connectStart.Add(cfg.FailureTimeout) {
+			e.endSession(now, s, ErrConnectTimeout)
+		} else if now >= cs.nextConnect {
+			e.sendConnect(now, s)
+		}
+		return
+	}
+	if cs.waitStart != Never && now >= maxTime(s.lastHeard, cs.waitStart).Add(cfg.FailureTimeout) {
+		e.endSession(now, s, ErrPeerTimeout)
+		return
+	}
+	rto := cs.rtt.rto(cfg)
+	loss := cs.rtt.lossDelay(cfg)
+	for j := 0; j < cs.flight.len(); {
+		r := &cs.flight.recs[j]
+		timedOut := now >= r.sentAt.Add(backoff(rto, r.retx, cfg.MaxRTO))
+		overtaken := cs.acked && seqBefore(r.seq, cs.largest) && now >= r.sentAt.Add(loss)
+		if timedOut || overtaken {
+			e.retransmit(now, s, j)
+			continue
+		}
+		j++
+	}
+	for i := range cs.slots {
+		sl := &cs.slots[i]
+		switch {
+		case sl.waiting() && now >= sl.lastProgress.Add(e.probeDelay(cs, sl.probes)):
+			e.probe(now, s, i)
+		case sl.state == cslotCanceling && now >= sl.cancelAt.Add(backoff(rto, sl.probes, cfg.MaxRTO)):
+			sl.probes = min(sl.probes+1, 30)
+			e.sendCancel(now, s, i)
+		}
+	}
+	e.keepalive(now, s)
+}
+
+// probe asks the server for response packet 0 of a slot whose request it
+// has acknowledged: either the response was lost, or the handler is slow and
+// the server answers "pending", which proves it is alive.
+func (e *Engine) probe(now Time, s *session, i int) {
+	cs := s.c
+	sl := &cs.slots[i]
+	if cs.avail == 0 {
+		return // a credit comes back with the next reply; try then
+	}
+	cs.avail--
+	e.transmit(now, s, i, kindRFR, 0, sl.probes)
+	sl.probes = min(sl.probes+1, 30)
+	sl.lastProgress = now
+}
+
+// keepalive pings an idle session's server now and then, and resends an
+// unanswered ping.
+func (e *Engine) keepalive(now Time, s *session) {
+	cs := s.c
+	cfg := &e.cfg
+	switch {
+	case cs.pingOut:
+		if now < cs.pingSentAt.Add(backoff(cs.rtt.rto(cfg), cs.pingTries, cfg.FailureTimeout/4)) {
+			return
+		}
+		cs.pingTries = min(cs.pingTries+1, 30)
+	case cs.busy() || now < maxTime(cs.lastSent, s.lastHeard).Add(cfg.KeepaliveInterval):
+		return
+	default:
+		cs.pingTries = 0
+	}
+	cs.pingOut = true
+	cs.pingSeq = cs.nextSeq()
+	cs.pingSentAt = now
+	cs.lastSent = now
+	h := s.header(wire.TypePing, 0)
+	h.TxSeq = cs.pingSeq
+	e.emit(s.peer, &h, nil)
+	if cs.waitStart == Never {
+		cs.waitStart = now
+	}
+}

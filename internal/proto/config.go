@@ -1,0 +1,121 @@
+package proto
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// Config sets an engine's limits and timers. The zero value of every field
+// means "use the default"; withDefaults resolves them.
+type Config struct {
+	// Window is the number of concurrent requests per client session
+	// (eRPC's kSessionReqWindow); further calls wait in a backlog. The server
+	// caps what clients ask for at its own Window. Default 8.
+	Window int
+	// Credits is the number of client packets a session may have in flight,
+	// about one bandwidth-delay product (eRPC's kSessionCredits). Default 32.
+	Credits int
+	// MaxMsgSize is the largest request or response accepted. Default 8 MiB.
+	MaxMsgSize int
+	// MaxPacketSize is the largest datagram sent or accepted, header
+	// included. Default 1472 (a 1500-byte Ethernet MTU less IPv4 and UDP).
+	MaxPacketSize int
+
+	// MinRTO and MaxRTO bound the retransmission timeout derived from
+	// measured RTT (RFC 6298 style). Defaults 1 ms and 200 ms.
+	MinRTO, MaxRTO time.Duration
+	// InitialRTO is used before the first RTT sample. Default 5 ms, eRPC's
+	// fixed RTO.
+	InitialRTO time.Duration
+	// ReorderThreshold is how many later-sent packets must be answered
+	// before an unanswered one is declared lost without waiting for the RTO
+	// (fast retransmit). Reordering up to this depth is not mistaken for
+	// loss. Default 3.
+	ReorderThreshold int
+
+	// FailureTimeout is how long a client waits without hearing from the
+	// server, while it is waiting for something, before it declares the
+	// session failed and fails its calls. Default 2 s.
+	FailureTimeout time.Duration
+	// ConnectRetry is the interval between connect attempts; the connect
+	// fails after FailureTimeout. Default 100 ms (eRPC's kSMTimeoutMs).
+	ConnectRetry time.Duration
+	// KeepaliveInterval is how often an idle client session pings its
+	// server, so that both ends notice a dead peer. Default 5 s.
+	KeepaliveInterval time.Duration
+	// IdleTimeout is how long a server keeps a session it has not heard
+	// from. It must exceed the clients' KeepaliveInterval. Default 30 s.
+	IdleTimeout time.Duration
+
+	// MaxSessions caps the server sessions of this engine. Default 65536.
+	MaxSessions int
+	// MaxHeldRequests caps the requests a server holds at once (being
+	// reassembled or waiting for their handler's response). A request that
+	// would exceed it is refused with a NACK at once (NEBULA's fail-fast
+	// shallow queue). Default 4096.
+	MaxHeldRequests int
+	// MaxHeldBytes caps the request bytes held by those requests; the
+	// receive memory is one pool shared by all sessions (NEBULA), so it is
+	// sized by load, not by the number of clients. Default 256 MiB.
+	MaxHeldBytes int
+	// PoolBytes caps the memory kept in the engine's pool of large message
+	// buffers for reuse. Default 64 MiB.
+	PoolBytes int
+
+	// Random returns random 64-bit values for session tokens. Tests set it
+	// for determinism. Default: a ChaCha8 generator seeded from crypto/rand.
+	Random func() uint64
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.Window, 8)
+	def(&c.Credits, 32)
+	def(&c.MaxMsgSize, 8<<20)
+	def(&c.MaxPacketSize, 1472)
+	defDur(&c.MinRTO, time.Millisecond)
+	defDur(&c.MaxRTO, 200*time.Millisecond)
+	defDur(&c.InitialRTO, 5*time.Millisecond)
+	def(&c.ReorderThreshold, 3)
+	defDur(&c.FailureTimeout, 2*time.Second)
+	defDur(&c.ConnectRetry, 100*time.Millisecond)
+	defDur(&c.KeepaliveInterval, 5*time.Second)
+	defDur(&c.IdleTimeout, 30*time.Second)
+	def(&c.MaxSessions, 1<<16)
+	def(&c.MaxHeldRequests, 4096)
+	def(&c.MaxHeldBytes, 256<<20)
+	def(&c.PoolBytes, 64<<20)
+	c.Window = min(c.Window, 1<<15)
+	c.Credits = min(c.Credits, 1<<15)
+	c.MaxPacketSize = min(max(c.MaxPacketSize, wire.HeaderLen+wire.MinConnectData), wire.HeaderLen+0xFFFF)
+	c.MaxRTO = max(c.MaxRTO, c.MinRTO)
+	if c.Random == nil {
+		var seed [32]byte
+		_, _ = rand.Read(seed[:])
+		c.Random = mrand.NewChaCha8(seed).Uint64
+	}
+	return c
+}
+
+// maxData is the largest data payload a packet carries under this config.
+func (c *Config) maxData() int { return c.MaxPacketSize - wire.HeaderLen }
+
+// seedRandom returns a deterministic Random function, for tests.
+func seedRandom(seed uint64) func() uint64 {
+	var s [32]byte
+	binary.LittleEndian.PutUint64(s[:], seed)
+	return mrand.NewChaCha8(s).Uint64
+}

@@ -1,0 +1,111 @@
+package proto
+
+import (
+	"errors"
+	"net/netip"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// SessionID names a session of one engine: its local number and its token,
+// so that an ID kept after its session ended never reaches a newer session
+// that reuses the number.
+type SessionID uint64
+
+func makeSessionID(num, token uint32) SessionID { return SessionID(uint64(token)<<32 | uint64(num)) }
+
+// Num is the session's local number.
+func (id SessionID) Num() uint32 { return uint32(id) }
+
+func (id SessionID) token() uint32 { return uint32(id >> 32) }
+
+// CallID names a client call of one engine. IDs are never reused.
+type CallID uint64
+
+// Errors reported by the engine, in EventResponse, EventSessionDown or as
+// return values. They are distinct so the API layer can map each to a status.
+var (
+	ErrNoSession      = errors.New("erpc: no such session (closed or failed)")
+	ErrSessionClosed  = errors.New("erpc: session closed")
+	ErrPeerTimeout    = errors.New("erpc: peer unreachable: no answer within the failure timeout")
+	ErrSessionReset   = errors.New("erpc: session reset by peer (peer restarted or forgot the session)")
+	ErrConnectTimeout = errors.New("erpc: connect timed out")
+	ErrTooMany        = errors.New("erpc: server refused the session: too many sessions")
+	ErrRefused        = errors.New("erpc: server refused the session parameters")
+	ErrServerIdle     = errors.New("erpc: session idle beyond the idle timeout")
+	ErrOverloaded     = errors.New("erpc: server overloaded: request refused (NACK)")
+	ErrCanceled       = errors.New("erpc: call canceled")
+	ErrMsgTooLarge    = errors.New("erpc: message larger than the session's maximum")
+	ErrStaleRequest   = errors.New("erpc: request handle already answered")
+	ErrRequestGone    = errors.New("erpc: request was canceled or its session ended; response dropped")
+)
+
+// EventType tells what an Event reports.
+type EventType uint8
+
+// Event types.
+const (
+	// EventSessionUp: a session opened by Connect is ready. Session.
+	EventSessionUp EventType = iota + 1
+	// EventSessionDown: a session ended; every call on it has already
+	// completed with an error. Session, Err (nil after a local Close).
+	EventSessionDown
+	// EventSessionAccepted: a client opened a session to this engine.
+	// Session, Peer.
+	EventSessionAccepted
+	// EventRequest: a request arrived whole. Session, Req. The engine waits
+	// for Respond or Reject on Req.
+	EventRequest
+	// EventRequestCanceled: a request being handled will not be answered:
+	// the client canceled it or the session ended. Req; Respond on it is
+	// still allowed and releases it.
+	EventRequestCanceled
+	// EventResponse: a call completed, exactly once per call StartCall
+	// accepted. Session, Call, Tag, Data (the response, in the caller's
+	// buffer when it was large enough), Status, Err. The engine has dropped
+	// every reference to the call's buffers.
+	EventResponse
+)
+
+var eventNames = [...]string{"invalid", "session-up", "session-down", "session-accepted",
+	"request", "request-canceled", "response"}
+
+func (t EventType) String() string {
+	if int(t) < len(eventNames) {
+		return eventNames[t]
+	}
+	return "unknown"
+}
+
+// Event is one thing the engine reports to its driver.
+type Event struct {
+	Type    EventType
+	Status  uint8 // response status (the server's code), EventResponse
+	Session SessionID
+	Call    CallID
+	Tag     any
+	Req     ReqHandle
+	Peer    netip.AddrPort
+	Data    []byte
+	Err     error
+}
+
+// Packet is a datagram for the driver to send: the header (with a small
+// inline payload for session management) followed by Payload, which points
+// into a message buffer, so sending it copies the data once, into the
+// kernel or the simulated wire.
+type Packet struct {
+	To      netip.AddrPort
+	Payload []byte
+	headLen uint8
+	head    [wire.HeaderLen + wire.ConnectLen]byte
+}
+
+// Head returns the header bytes (and any inline payload).
+func (p *Packet) Head() []byte { return p.head[:p.headLen] }
+
+// Len is the datagram's total size.
+func (p *Packet) Len() int { return int(p.headLen) + len(p.Payload) }
+
+// AppendTo appends the whole datagram to b.
+func (p *Packet) AppendTo(b []byte) []byte { return append(append(b, p.Head()...), p.Payload...) }

@@ -1,0 +1,278 @@
+package proto
+
+import (
+	"time"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// serverSide is the state only server sessions have: one slot per request
+// number class, and nothing per packet. A server keeps no timers and sends
+// only replies (eRPC's client-driven protocol); an idle session costs one
+// small struct per slot.
+type serverSide struct {
+	key     peerKey
+	credits int // negotiated, repeated in duplicate connect-acks
+	slots   []serverSlot
+}
+
+type sslotState uint8
+
+const (
+	sslotIdle      sslotState = iota // no request seen yet
+	sslotReceiving                   // reassembling reqNum
+	sslotHandling                    // reqNum delivered; waiting for Respond
+	sslotResponded                   // resp kept until the client moves on
+	sslotNacked                      // reqNum refused; NACK repeated to duplicates
+	sslotCanceled                    // the client canceled reqNum
+)
+
+// serverSlot holds the current request of one number class. It keeps the
+// last response until a request with a higher number arrives, which the
+// client only sends once it has that response: a duplicate request gets the
+// stored response again and the handler never runs twice (at-most-once).
+type serverSlot struct {
+	state  sslotState
+	code   uint8 // response status, or NACK reason
+	reqNum uint64
+	req    *Request // receiving or handling
+	resp   []byte   // responded
+	// respBuf is response memory the slot owns and reuses (ResponseBuffer):
+	// the previous response is dead once the next request arrives.
+	respBuf []byte
+}
+
+type reqState uint8
+
+const (
+	reqFree reqState = iota
+	reqReceiving
+	reqHandling
+	reqOrphaned // canceled or session gone while handling; awaits Respond
+)
+
+// Request is a server-side request from first packet to response. Requests
+// come from one pool shared by all sessions, so receive memory follows the
+// load, not the number of clients (NEBULA).
+type Request struct {
+	gen     uint32 // bumped on release, invalidating old handles
+	state   reqState
+	slot    uint16
+	sess    *session
+	reqNum  uint64
+	reqType uint32
+	data    []byte
+	pkts    uint32
+	gotN    uint32
+	got     bitmap
+
+	// The packet that completed the request, whose reply is owed until the
+	// response is ready or the round ends (see Engine.Outgoing).
+	owed     bool
+	owedSeq  uint32
+	owedIdx  uint32
+	owedPath uint8
+	arrived  Time
+	lent     bool // holds the slot's respBuf (ResponseBuffer)
+}
+
+// ReqHandle refers to a delivered request. It is a value with a generation,
+// so a handle used after its request was answered is detected, not confused
+// with a newer request that reuses the same memory.
+type ReqHandle struct {
+	r   *Request
+	gen uint32
+}
+
+func (r *Request) handle() ReqHandle { return ReqHandle{r: r, gen: r.gen} }
+
+func (h ReqHandle) live() *Request {
+	if h.r == nil || h.r.gen != h.gen || h.r.state == reqFree {
+		return nil
+	}
+	return h.r
+}
+
+// Data is the request message. It stays valid until Respond or Reject.
+func (h ReqHandle) Data() []byte {
+	if r := h.live(); r != nil {
+		return r.data
+	}
+	return nil
+}
+
+// Type is the request type the client named.
+func (h ReqHandle) Type() uint32 {
+	if r := h.live(); r != nil {
+		return r.reqType
+	}
+	return 0
+}
+
+// Session is the server session the request arrived on.
+func (h ReqHandle) Session() SessionID {
+	if r := h.live(); r != nil && r.sess != nil {
+		return r.sess.id()
+	}
+	return 0
+}
+
+// Valid reports whether the handle still names an unanswered request.
+func (h ReqHandle) Valid() bool { return h.live() != nil }
+
+// ResponseBuffer returns n bytes of response memory owned by the request's
+// slot, reused from one request to the next: filling it and passing it to
+// Respond answers without allocating. For a request that is no longer
+// waiting for its answer it returns fresh memory, whose contents will be
+// dropped.
+func (e *Engine) ResponseBuffer(h ReqHandle, n int) []byte {
+	r := h.live()
+	if r == nil || r.state != reqHandling {
+		return make([]byte, n)
+	}
+	sl := &r.sess.s.slots[r.slot]
+	if cap(sl.respBuf) < n {
+		sl.respBuf = make([]byte, n)
+	}
+	r.lent = true
+	return sl.respBuf[:n]
+}
+
+// Respond answers request h with status and resp (at most the session's
+// MaxMsgSize). The engine keeps resp until the client has it, so the caller
+// must not modify it afterwards; the request's Data is released. Responding
+// to a request that was canceled meanwhile releases it and returns
+// ErrRequestGone.
+func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error {
+	r, err := e.answerable(h)
+	if err != nil {
+		return err
+	}
+	s := r.sess
+	if len(resp) > s.maxMsg {
+		return ErrMsgTooLarge
+	}
+	sl := &s.s.slots[r.slot]
+	sl.state = sslotResponded
+	sl.code = status
+	sl.resp = resp
+	sl.req = nil
+	e.sendResp(s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
+	e.releaseRequest(r)
+	return nil
+}
+
+// Reject refuses request h without running it: the client's call fails with
+// ErrOverloaded. The application uses it when its own queue is full.
+func (e *Engine) Reject(now Time, h ReqHandle) error {
+	r, err := e.answerable(h)
+	if err != nil {
+		return err
+	}
+	s := r.sess
+	sl := &s.s.slots[r.slot]
+	sl.state = sslotNacked
+	sl.code = wire.CodeQueueFull
+	sl.req = nil
+	hdr := s.header(wire.TypeNack, sl.reqNum)
+	hdr.Code = sl.code
+	hdr.TxSeq, hdr.Path, hdr.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
+	e.emit(s.peer, &hdr, nil)
+	e.stats.NacksSent++
+	e.releaseRequest(r)
+	return nil
+}
+
+// answerable checks that h names a request waiting for its answer. An
+// orphaned one is released on the spot.
+func (e *Engine) answerable(h ReqHandle) (*Request, error) {
+	r := h.live()
+	switch {
+	case r == nil:
+		return nil, ErrStaleRequest
+	case r.state == reqOrphaned:
+		e.releaseRequest(r)
+		return nil, ErrRequestGone
+	case r.state != reqHandling:
+		return nil, ErrStaleRequest
+	}
+	return r, nil
+}
+
+// sendResp sends response packet idx of slot sl, echoing seq.
+func (e *Engine) sendResp(s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
+	h := s.header(wire.TypeResp, sl.reqNum)
+	h.Code = sl.code
+	h.MsgSize = uint32(len(sl.resp))
+	h.PktIndex = idx
+	h.TxSeq, h.Path, h.HoldMicros = seq, path, hold
+	lo, hi := dataRange(idx, len(sl.resp), s.dpp)
+	e.emit(s.peer, &h, sl.resp[lo:hi])
+}
+
+// replyPending answers a delivered request's completing packet with a
+// pending credit return, because its handler did not respond this round.
+func (e *Engine) replyPending(now Time, r *Request) {
+	s := r.sess
+	h := s.header(wire.TypeCR, r.reqNum)
+	h.Flags = wire.FlagPending
+	h.PktIndex = r.owedIdx
+	h.TxSeq, h.Path, h.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
+	e.emit(s.peer, &h, nil)
+	r.owed = false
+}
+
+// holdMicros is the time a reply was held at the server, for the client's
+// RTT sample.
+func holdMicros(now, since Time) uint16 {
+	d := now.Sub(since) / time.Microsecond
+	if d < 0 {
+		return 0
+	}
+	if d >= wire.HoldSaturated {
+		return wire.HoldSaturated
+	}
+	return uint16(d)
+}
+
+// retireSlot ends whatever the slot holds so it can take a new number.
+func (e *Engine) retireSlot(sl *serverSlot) {
+	switch sl.state {
+	case sslotReceiving:
+		e.releaseRequest(sl.req)
+	case sslotHandling:
+		r := sl.req
+		r.state = reqOrphaned
+		if r.lent { // its handler may still write there: the next request gets new memory
+			sl.respBuf = nil
+		}
+		e.emitEvent(Event{Type: EventRequestCanceled, Session: r.sess.id(), Req: r.handle()})
+	}
+	sl.req = nil
+	sl.resp = nil
+	if cap(sl.respBuf) > retainLimit {
+		sl.respBuf = nil
+	}
+}
+
+// endServerSession orphans the session's running requests and forgets it.
+func (e *Engine) endServerSession(now Time, s *session) {
+	for i := range s.s.slots {
+		e.retireSlot(&s.s.slots[i])
+	}
+	e.serverSessions--
+}
+
+// sweepIdle ends server sessions not heard from within IdleTimeout: their
+// client is gone, and a server sends nothing unasked to find out.
+func (e *Engine) sweepIdle(now Time) {
+	for _, s := range e.sessions {
+		if s != nil && s.s != nil && now.Sub(s.lastHeard) > e.cfg.IdleTimeout {
+			e.endSession(now, s, ErrServerIdle)
+		}
+	}
+	e.nextSweep = Never
+	if e.serverSessions > 0 {
+		e.nextSweep = now.Add(e.cfg.IdleTimeout / 4)
+	}
+}

@@ -1,0 +1,73 @@
+package proto
+
+import (
+	"net/netip"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// session is one end of a session. A session is either a client session
+// (c != nil: this engine sends requests) or a server session (s != nil).
+type session struct {
+	num    uint32 // local number: index in Engine.sessions
+	remote uint32 // the peer's number for this session
+	token  uint32 // chosen by the client; every packet carries it
+	peer   netip.AddrPort
+	up     bool // handshake done
+
+	// Negotiated at connect.
+	window int
+	dpp    int // data bytes per packet
+	maxMsg int
+
+	lastHeard Time // last valid packet from the peer
+
+	deadline Time // timer heap key (client sessions)
+	heapIdx  int
+
+	c *clientSide
+	s *serverSide
+}
+
+func (s *session) id() SessionID { return makeSessionID(s.num, s.token) }
+
+// header returns a header addressed to the peer's side of s.
+func (s *session) header(t wire.Type, reqNum uint64) wire.Header {
+	return wire.Header{Type: t, Session: s.remote, Token: s.token, ReqNum: reqNum}
+}
+
+// negotiate applies the peer's connect parameters on top of ours.
+func (s *session) negotiate(cfg *Config, peer *wire.Connect) (credits int) {
+	s.window = min(cfg.Window, int(peer.Window))
+	s.dpp = min(cfg.maxData(), int(peer.MaxData))
+	s.maxMsg = min(cfg.MaxMsgSize, int(peer.MaxMsgSize))
+	return min(cfg.Credits, int(peer.Credits))
+}
+
+// offer is the connect payload describing what this engine accepts.
+func offer(cfg *Config, num uint32, window, credits int) wire.Connect {
+	return wire.Connect{
+		Session:    num,
+		Window:     uint16(window),
+		Credits:    uint16(credits),
+		MaxMsgSize: uint32(cfg.MaxMsgSize),
+		MaxData:    uint16(cfg.maxData()),
+	}
+}
+
+// dataRange is where packet idx of a size-byte message sits in it.
+func dataRange(idx uint32, size, dpp int) (lo, hi int) {
+	lo = int(idx) * dpp
+	return lo, min(lo+dpp, size)
+}
+
+// validData checks that a data packet fits its message: index in range and
+// payload exactly as long as that packet's share.
+func validData(h *wire.Header, payloadLen, dpp, maxMsg int) bool {
+	size := int(h.MsgSize)
+	if size > maxMsg || h.PktIndex >= uint32(wire.NumPackets(size, dpp)) {
+		return false
+	}
+	lo, hi := dataRange(h.PktIndex, size, dpp)
+	return payloadLen == hi-lo
+}

@@ -1,0 +1,49 @@
+package proto
+
+// Stats reports an engine's state and counters. The gauges come from a walk
+// over all sessions, so Stats is for tests and metrics, not the hot path.
+type Stats struct {
+	// Gauges.
+	ClientSessions int // open or connecting
+	ServerSessions int
+	PendingCalls   int // accepted by StartCall and not yet completed
+	BusySlots      int // client slots sending, receiving or canceling
+	CreditsInUse   int // client credits held by packets in flight
+	HeldRequests   int // server requests reassembling, handling or orphaned
+	HeldBytes      int // their message bytes
+	PooledBytes    int // large buffers kept for reuse
+
+	// Counters.
+	PacketsIn, PacketsOut uint64
+	Retransmits           uint64
+	NacksSent             uint64
+	NacksReceived         uint64
+	ResetsSent            uint64
+	DropMalformed         uint64 // failed to parse, or fields inconsistent
+	DropUnknownSession    uint64 // no session, wrong token or wrong address
+	DropStale             uint64 // valid but late: a request or reply already settled
+}
+
+// Stats returns the current gauges and counters.
+func (e *Engine) Stats() Stats {
+	st := e.stats
+	st.ServerSessions = e.serverSessions
+	st.HeldRequests = e.heldReqs
+	st.HeldBytes = e.heldBytes
+	st.PooledBytes = e.bufs.held
+	for _, s := range e.sessions {
+		if s == nil || s.c == nil {
+			continue
+		}
+		cs := s.c
+		st.ClientSessions++
+		st.PendingCalls += cs.pending
+		st.CreditsInUse += cs.credits - cs.avail
+		for i := range cs.slots {
+			if cs.slots[i].state != cslotFree {
+				st.BusySlots++
+			}
+		}
+	}
+	return st
+}

@@ -1,0 +1,223 @@
+package simnet
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+)
+
+// Never is returned by Next when nothing is in flight.
+const Never = math.MaxInt64
+
+// LinkConfig describes one direction of a link. The zero value is a perfect
+// link: no loss, no delay, unlimited bandwidth.
+type LinkConfig struct {
+	Loss    float64 // probability a datagram is dropped
+	Dup     float64 // probability a datagram is delivered twice
+	Reorder float64 // probability a datagram is held back by ReorderDelay
+
+	Delay        time.Duration // base one-way delay
+	Jitter       time.Duration // extra delay, uniform in [0, Jitter)
+	ReorderDelay time.Duration // extra delay of reordered datagrams
+
+	Bandwidth  float64 // bytes per second; 0 means unlimited
+	QueueBytes int     // with Bandwidth: queued bytes beyond which datagrams are dropped; 0 means unbounded
+
+	Down bool // drop everything (a partition)
+}
+
+// Datagram is a datagram in flight or delivered.
+type Datagram struct {
+	From, To netip.AddrPort
+	Data     []byte
+	At       int64 // arrival time
+	seq      uint64
+}
+
+// Stats counts what the network did.
+type Stats struct {
+	Sent, Delivered, Lost, Duplicated, Reordered, QueueDrops uint64
+}
+
+type linkKey struct{ from, to netip.AddrPort }
+
+type link struct {
+	cfg       LinkConfig
+	busyUntil int64 // when the link finishes sending what it has queued
+}
+
+// Net is a simulated network. It is not safe for concurrent use.
+type Net struct {
+	rng   *rand.Rand
+	def   LinkConfig
+	links map[linkKey]*link
+	q     dgramHeap
+	seq   uint64
+	free  [][]byte
+	stats Stats
+}
+
+// New returns a network whose links default to def, with all randomness
+// drawn from seed.
+func New(seed uint64, def LinkConfig) *Net {
+	var s [32]byte
+	binary.LittleEndian.PutUint64(s[:], seed)
+	return &Net{rng: rand.New(rand.NewChaCha8(s)), def: def, links: make(map[linkKey]*link)}
+}
+
+// SetLink configures the direction from -> to.
+func (n *Net) SetLink(from, to netip.AddrPort, cfg LinkConfig) { n.link(from, to).cfg = cfg }
+
+// SetDefault changes the configuration of every link not set with SetLink.
+func (n *Net) SetDefault(cfg LinkConfig) {
+	n.def = cfg
+	for _, l := range n.links {
+		l.cfg = cfg
+	}
+}
+
+// Link returns the configuration of from -> to.
+func (n *Net) Link(from, to netip.AddrPort) LinkConfig { return n.link(from, to).cfg }
+
+func (n *Net) link(from, to netip.AddrPort) *link {
+	k := linkKey{from, to}
+	l := n.links[k]
+	if l == nil {
+		l = &link{cfg: n.def}
+		n.links[k] = l
+	}
+	return l
+}
+
+// Stats returns the counters so far.
+func (n *Net) Stats() Stats { return n.stats }
+
+// Send puts the concatenation of parts on the link from -> to at time now.
+// The bytes are copied.
+func (n *Net) Send(now int64, from, to netip.AddrPort, parts ...[]byte) {
+	n.stats.Sent++
+	l := n.link(from, to)
+	c := &l.cfg
+	if c.Down || n.chance(c.Loss) {
+		n.stats.Lost++
+		return
+	}
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	depart := now
+	if c.Bandwidth > 0 {
+		start := max(now, l.busyUntil)
+		if c.QueueBytes > 0 && float64(start-now)*c.Bandwidth/1e9 > float64(c.QueueBytes) {
+			n.stats.QueueDrops++
+			return
+		}
+		depart = start + int64(float64(size)/c.Bandwidth*1e9)
+		l.busyUntil = depart
+	}
+	copies := 1
+	if n.chance(c.Dup) {
+		copies = 2
+		n.stats.Duplicated++
+	}
+	for range copies {
+		at := depart + int64(c.Delay)
+		if c.Jitter > 0 {
+			at += n.rng.Int64N(int64(c.Jitter))
+		}
+		if n.chance(c.Reorder) {
+			at += int64(c.ReorderDelay)
+			n.stats.Reordered++
+		}
+		n.push(from, to, at, size, parts)
+	}
+}
+
+func (n *Net) chance(p float64) bool { return p > 0 && n.rng.Float64() < p }
+
+func (n *Net) push(from, to netip.AddrPort, at int64, size int, parts [][]byte) {
+	var buf []byte
+	if k := len(n.free); k > 0 && cap(n.free[k-1]) >= size {
+		buf = n.free[k-1][:0]
+		n.free = n.free[:k-1]
+	} else {
+		buf = make([]byte, 0, max(size, 2048))
+	}
+	for _, p := range parts {
+		buf = append(buf, p...)
+	}
+	n.seq++
+	n.q.push(Datagram{From: from, To: to, Data: buf, At: at, seq: n.seq})
+}
+
+// Next is the arrival time of the earliest datagram in flight, or Never.
+func (n *Net) Next() int64 {
+	if n.q.len() == 0 {
+		return Never
+	}
+	return n.q.h[0].At
+}
+
+// Pop returns the earliest datagram that has arrived by now. Its Data
+// belongs to the caller until it calls Release.
+func (n *Net) Pop(now int64) (Datagram, bool) {
+	if n.q.len() == 0 || n.q.h[0].At > now {
+		return Datagram{}, false
+	}
+	n.stats.Delivered++
+	return n.q.pop(), true
+}
+
+// Release gives a delivered datagram's buffer back for reuse.
+func (n *Net) Release(d Datagram) { n.free = append(n.free, d.Data) }
+
+// InFlight is the number of datagrams not yet delivered.
+func (n *Net) InFlight() int { return n.q.len() }
+
+// dgramHeap orders datagrams by arrival, then by send order.
+type dgramHeap struct{ h []Datagram }
+
+func (q *dgramHeap) len() int { return len(q.h) }
+
+func (q *dgramHeap) less(i, j int) bool {
+	a, b := &q.h[i], &q.h[j]
+	return a.At < b.At || (a.At == b.At && a.seq < b.seq)
+}
+
+func (q *dgramHeap) push(d Datagram) {
+	q.h = append(q.h, d)
+	for i := len(q.h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q.h[i], q.h[p] = q.h[p], q.h[i]
+		i = p
+	}
+}
+
+func (q *dgramHeap) pop() Datagram {
+	d := q.h[0]
+	last := len(q.h) - 1
+	q.h[0] = q.h[last]
+	q.h[last] = Datagram{}
+	q.h = q.h[:last]
+	for i := 0; ; {
+		l, j := 2*i+1, i
+		if l < len(q.h) && q.less(l, j) {
+			j = l
+		}
+		if r := l + 1; r < len(q.h) && q.less(r, j) {
+			j = r
+		}
+		if j == i {
+			break
+		}
+		q.h[i], q.h[j] = q.h[j], q.h[i]
+		i = j
+	}
+	return d
+}
