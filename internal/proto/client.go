@@ -94,15 +94,12 @@ func (cs *clientSide) nextSeq() uint32 {
 	return cs.txSeq
 }
 
-// ackRecord removes in-flight record i because its reply arrived, returning
-// its credit.
+// ackRecord removes in-flight record i because the server has its packet,
+// returning its credit.
 func (cs *clientSide) ackRecord(i int) inflight {
 	r := cs.flight.removeAt(i)
 	cs.slots[r.slot].nflight--
 	cs.avail++
-	if !cs.acked || seqBefore(cs.largest, r.seq) {
-		cs.largest, cs.acked = r.seq, true
-	}
 	return r
 }
 

@@ -76,6 +76,11 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		return
 	}
 	cs.ackRecord(j)
+	// Only a reply to this very transmission says later-sent packets were
+	// overtaken; a record dropped because another copy was answered does not.
+	if !cs.acked || seqBefore(cs.largest, r.seq) {
+		cs.largest, cs.acked = r.seq, true
+	}
 	if h.HoldMicros != wire.HoldSaturated {
 		cs.rtt.sample(now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond)
 	}

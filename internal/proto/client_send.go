@@ -232,7 +232,10 @@ func (e *Engine) probe(now Time, s *session, i int) {
 	cs := s.c
 	sl := &cs.slots[i]
 	if cs.avail == 0 {
-		return // a credit comes back with the next reply; try then
+		// Every credit is on the wire, each with its own timer; probe one
+		// interval later rather than spin.
+		sl.lastProgress = now
+		return
 	}
 	cs.avail--
 	e.transmit(now, s, i, kindRFR, 0, sl.probes)

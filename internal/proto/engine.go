@@ -2,6 +2,7 @@ package proto
 
 import (
 	"net/netip"
+	"slices"
 
 	"github.com/erpc-go/erpc/internal/wire"
 )
@@ -37,6 +38,7 @@ type Engine struct {
 	events        []Event
 	evHead        int
 	owed          []*Request // delivered this round, reply still owed
+	holes         int        // reserved reply places given up this round
 
 	reqPool        []*Request
 	bufs           bufPool
@@ -149,32 +151,73 @@ func (e *Engine) NextEvent() (Event, bool) {
 // again or feeds the engine more input; send them before doing either.
 func (e *Engine) Outgoing(now Time) []Packet {
 	for _, r := range e.owed {
-		if r.owed && r.state == reqHandling {
+		if r.owed {
 			e.replyPending(now, r)
 		}
 	}
 	clear(e.owed)
 	e.owed = e.owed[:0]
+	if e.holes > 0 {
+		e.out = slices.DeleteFunc(e.out, func(p Packet) bool { return p.headLen == 0 })
+		e.holes = 0
+	}
 	out := e.out
 	e.out, e.outSpare = e.outSpare[:0], out
 	return out
 }
 
+// owe reserves the place of the reply to the packet that completed r, so
+// that whenever the reply is written (by Respond, Reject or Outgoing) it
+// leaves in the order of the packets it answers: replies overtaking each
+// other would look like loss to the client.
+func (e *Engine) owe(r *Request) {
+	r.owed = true
+	r.outIdx = len(e.out)
+	e.out = append(e.out, Packet{})
+	e.owed = append(e.owed, r)
+}
+
+// owedPacket returns where r's reply goes: its reserved place if still owed
+// this round, else a new packet at the end.
+func (e *Engine) owedPacket(r *Request) *Packet {
+	if !r.owed {
+		return e.newPacket()
+	}
+	r.owed = false
+	return &e.out[r.outIdx]
+}
+
+// forgive gives up r's reserved reply place; Outgoing removes the hole.
+func (e *Engine) forgive(r *Request) {
+	if r.owed {
+		r.owed = false
+		e.holes++
+	}
+}
+
 func (e *Engine) emitEvent(ev Event) { e.events = append(e.events, ev) }
+
+func (e *Engine) newPacket() *Packet {
+	e.out = append(e.out, Packet{})
+	return &e.out[len(e.out)-1]
+}
 
 // emit queues a datagram with header h and a payload that is referenced, not
 // copied.
 func (e *Engine) emit(to netip.AddrPort, h *wire.Header, payload []byte) {
-	e.out = append(e.out, Packet{To: to, Payload: payload, headLen: wire.HeaderLen})
-	p := &e.out[len(e.out)-1]
+	e.fill(e.newPacket(), to, h, payload)
+}
+
+func (e *Engine) fill(p *Packet, to netip.AddrPort, h *wire.Header, payload []byte) {
+	p.To, p.Payload, p.headLen = to, payload, wire.HeaderLen
 	h.Put(p.head[:])
 	e.stats.PacketsOut++
 }
 
 // emitConnect queues a connect or connect-ack with its payload inline.
 func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect) {
-	e.out = append(e.out, Packet{To: to, headLen: wire.HeaderLen + wire.ConnectLen})
-	p := &e.out[len(e.out)-1]
+	p := e.newPacket()
+	p.To, p.headLen = to, wire.HeaderLen+wire.ConnectLen
 	h.Put(p.head[:])
 	c.Put(p.head[wire.HeaderLen:])
 	e.stats.PacketsOut++

@@ -53,6 +53,7 @@ func (e *Engine) newRequest(s *session, h *wire.Header) *Request {
 
 // releaseRequest returns r to the pool; handles to it go stale.
 func (e *Engine) releaseRequest(r *Request) {
+	e.forgive(r)
 	e.heldReqs--
 	e.heldBytes -= len(r.data)
 	if cap(r.data) > retainLimit {
@@ -63,7 +64,6 @@ func (e *Engine) releaseRequest(r *Request) {
 	r.gen++
 	r.state = reqFree
 	r.sess = nil
-	r.owed = false
 	e.reqPool = append(e.reqPool, r)
 }
 

@@ -73,6 +73,7 @@ type Request struct {
 	owedIdx  uint32
 	owedPath uint8
 	arrived  Time
+	outIdx   int  // reserved place of the owed reply in the output queue
 	lent     bool // holds the slot's respBuf (ResponseBuffer)
 }
 
@@ -157,7 +158,7 @@ func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error
 	sl.code = status
 	sl.resp = resp
 	sl.req = nil
-	e.sendResp(s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
+	e.fillResp(e.owedPacket(r), s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
 	e.releaseRequest(r)
 	return nil
 }
@@ -177,7 +178,7 @@ func (e *Engine) Reject(now Time, h ReqHandle) error {
 	hdr := s.header(wire.TypeNack, sl.reqNum)
 	hdr.Code = sl.code
 	hdr.TxSeq, hdr.Path, hdr.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
-	e.emit(s.peer, &hdr, nil)
+	e.fill(e.owedPacket(r), s.peer, &hdr, nil)
 	e.stats.NacksSent++
 	e.releaseRequest(r)
 	return nil
@@ -201,13 +202,17 @@ func (e *Engine) answerable(h ReqHandle) (*Request, error) {
 
 // sendResp sends response packet idx of slot sl, echoing seq.
 func (e *Engine) sendResp(s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
+	e.fillResp(e.newPacket(), s, sl, idx, seq, path, hold)
+}
+
+func (e *Engine) fillResp(p *Packet, s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
 	h := s.header(wire.TypeResp, sl.reqNum)
 	h.Code = sl.code
 	h.MsgSize = uint32(len(sl.resp))
 	h.PktIndex = idx
 	h.TxSeq, h.Path, h.HoldMicros = seq, path, hold
 	lo, hi := dataRange(idx, len(sl.resp), s.dpp)
-	e.emit(s.peer, &h, sl.resp[lo:hi])
+	e.fill(p, s.peer, &h, sl.resp[lo:hi])
 }
 
 // replyPending answers a delivered request's completing packet with a
@@ -218,8 +223,7 @@ func (e *Engine) replyPending(now Time, r *Request) {
 	h.Flags = wire.FlagPending
 	h.PktIndex = r.owedIdx
 	h.TxSeq, h.Path, h.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
-	e.emit(s.peer, &h, nil)
-	r.owed = false
+	e.fill(e.owedPacket(r), s.peer, &h, nil)
 }
 
 // holdMicros is the time a reply was held at the server, for the client's
@@ -243,6 +247,7 @@ func (e *Engine) retireSlot(sl *serverSlot) {
 	case sslotHandling:
 		r := sl.req
 		r.state = reqOrphaned
+		e.forgive(r)
 		if r.lent { // its handler may still write there: the next request gets new memory
 			sl.respBuf = nil
 		}

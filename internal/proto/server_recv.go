@@ -131,10 +131,9 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 	}
 	sl.state = sslotHandling
 	r.state = reqHandling
-	r.owed = true
 	r.owedSeq, r.owedIdx, r.owedPath = h.TxSeq, h.PktIndex, h.Path
 	r.arrived = now
-	e.owed = append(e.owed, r)
+	e.owe(r)
 	e.emitEvent(Event{Type: EventRequest, Session: s.id(), Req: r.handle()})
 }
 
