@@ -34,6 +34,9 @@ type scenario struct {
 	maxHeld     int     // server's MaxHeldRequests; small values force NACKs
 	window      int
 	credits     int
+	failure     time.Duration // client failure timeout
+	cutAt       Time          // when the network goes down (partition kind)
+	cutFor      Time          // and for how long
 }
 
 func genScenario(seed uint64, kind string) scenario {
@@ -59,7 +62,12 @@ func genScenario(seed uint64, kind string) scenario {
 	if r.IntN(4) == 0 {
 		sc.link.Bandwidth = float64(50+r.IntN(500)) * 1e6 // 50..550 MB/s
 	}
+	sc.failure = 5 * time.Second
 	switch kind {
+	case "partition":
+		sc.failure = 200 * time.Millisecond
+		sc.cutAt = Time(r.IntN(3000)) * Time(time.Microsecond)
+		sc.cutFor = Time(50+r.IntN(550)) * Time(time.Millisecond)
 	case "cancel":
 		sc.cancel = 0.3
 	case "overload":
@@ -149,7 +157,7 @@ func runScenario(t *testing.T, sc scenario) simResult {
 	w := newWorld(t, sc.seed, sc.link)
 	base := Config{
 		Window: sc.window, Credits: sc.credits,
-		FailureTimeout: 5 * time.Second, IdleTimeout: 10 * time.Second,
+		FailureTimeout: sc.failure, IdleTimeout: 10 * time.Second,
 		KeepaliveInterval: 2 * time.Second,
 	}
 	srvCfg := base
@@ -262,6 +270,13 @@ func runScenario(t *testing.T, sc scenario) simResult {
 		}
 	}
 
+	if sc.cutFor > 0 {
+		w.at(sc.cutAt, func() {
+			link := sc.link
+			w.net.SetDefault(simnet.LinkConfig{Down: true})
+			w.at(w.now+sc.cutFor, func() { w.net.SetDefault(link) })
+		})
+	}
 	limit := Time(10 * time.Minute)
 	allDone := func() bool {
 		if len(calls) != total || len(w.actions) > 0 {
@@ -314,6 +329,9 @@ func runScenario(t *testing.T, sc scenario) simResult {
 	}
 	if sc.cancel == 0 && sc.maxHeld >= 4096 && res.ok+res.failed != len(calls) {
 		fail("unexpected outcomes: %+v", res)
+	}
+	if sc.cutFor == 0 && len(downSessions) > 0 {
+		fail("a session failed on a network that never went down: %v", downSessions)
 	}
 
 	// Nothing is held once the calls are done and the handlers finished.
@@ -394,6 +412,13 @@ func TestSimProperty(t *testing.T) {
 // the session stays usable and nothing leaks.
 func TestSimCancel(t *testing.T) {
 	forSeeds(t, "cancel", nil)
+}
+
+// TestSimPartition: the network goes down for 50 to 600 ms against a
+// failure timeout of 200 ms: sessions may fail, and then exactly their
+// pending calls fail, once each, and both sides free their state.
+func TestSimPartition(t *testing.T) {
+	forSeeds(t, "partition", nil)
 }
 
 // TestSimOverload: a server that holds at most a few requests refuses the

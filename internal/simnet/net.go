@@ -19,7 +19,7 @@ type LinkConfig struct {
 	Reorder float64 // probability a datagram is held back by ReorderDelay
 
 	Delay        time.Duration // base one-way delay
-	Jitter       time.Duration // extra delay, uniform in [0, Jitter)
+	Jitter       time.Duration // extra delay, uniform in [0, Jitter); never reorders
 	ReorderDelay time.Duration // extra delay of reordered datagrams
 
 	Bandwidth  float64 // bytes per second; 0 means unlimited
@@ -44,8 +44,9 @@ type Stats struct {
 type linkKey struct{ from, to netip.AddrPort }
 
 type link struct {
-	cfg       LinkConfig
-	busyUntil int64 // when the link finishes sending what it has queued
+	cfg         LinkConfig
+	busyUntil   int64 // when the link finishes sending what it has queued
+	lastArrival int64 // a link is FIFO: jitter delays but does not reorder
 }
 
 // Net is a simulated network. It is not safe for concurrent use.
@@ -131,6 +132,9 @@ func (n *Net) Send(now int64, from, to netip.AddrPort, parts ...[]byte) {
 		if n.chance(c.Reorder) {
 			at += int64(c.ReorderDelay)
 			n.stats.Reordered++
+		} else {
+			at = max(at, l.lastArrival)
+			l.lastArrival = at
 		}
 		n.push(from, to, at, size, parts)
 	}

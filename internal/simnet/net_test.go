@@ -96,6 +96,19 @@ func TestBandwidthSerializesAndQueueDrops(t *testing.T) {
 	}
 }
 
+func TestJitterKeepsOrder(t *testing.T) {
+	n := New(5, LinkConfig{Jitter: time.Millisecond})
+	for i := range 100 {
+		n.Send(int64(i), a, b, []byte{byte(i)})
+	}
+	got := drain(n, int64(time.Second))
+	for i, d := range got {
+		if d.Data[0] != byte(i) {
+			t.Fatalf("datagram %d arrived in position %d", d.Data[0], i)
+		}
+	}
+}
+
 func TestSameSeedSameRun(t *testing.T) {
 	run := func() []int64 {
 		n := New(42, LinkConfig{Loss: 0.2, Dup: 0.1, Reorder: 0.2, Jitter: time.Millisecond, ReorderDelay: time.Millisecond})

@@ -1,0 +1,101 @@
+// Package proto is erpc-go's protocol engine: sessions, request slots,
+// credits, reassembly, loss recovery, at-most-once execution, NACKs and
+// failure detection, with no I/O of its own.
+//
+// # Sans-I/O
+//
+// An [Engine] never reads a clock, sleeps, starts a goroutine or touches a
+// socket. Its driver hands it the current [Time] and received datagrams
+// ([Engine.Receive]), runs due timers ([Engine.Tick]), drains [Event]s,
+// sends what [Engine.Outgoing] returns, and sleeps until
+// [Engine.NextDeadline] or the next datagram. The same engine therefore runs
+// under the endpoint's event loop over UDP or shared memory, and under a
+// fake clock on the simulated network of internal/simnet, where the tests
+// replay thousands of seeded runs with loss, duplication, reordering and
+// delay in seconds.
+//
+// # Protocol
+//
+// The wire protocol is eRPC's client-driven protocol: the server sends a
+// packet only in reply to a client packet, so it keeps no timers and no
+// congestion state. A request of N packets and a response of M packets cost
+// N+M-1 packets each way:
+//
+//	client                          server
+//	Req 0..N-2            ->        <- CR (credit return) for each
+//	Req N-1 (completes)   ->        handler runs
+//	                      <-        Resp 0 (or CR "pending" if the handler is slow)
+//	RFR 1..M-1            ->        <- Resp 1..M-1
+//
+// Each client session has Window slots (8); slot i carries request numbers
+// i, i+W, i+2W... and further calls wait in a backlog. A session may have
+// Credits client packets (32, about one bandwidth-delay product) in flight;
+// each reply returns one.
+//
+// At-most-once: a server slot keeps its last response until a request with
+// a higher number arrives in that slot, which the client sends only after it
+// has the whole response. A duplicate request gets the stored response; the
+// handler never runs twice.
+//
+// # What differs from eRPC, and why
+//
+//   - Out of order is not loss (SRD). Both ends reassemble by packet index
+//     and accept packets in any order and any number of times; eRPC dropped
+//     every reordered packet, which rules out multipath spraying.
+//   - Selective retransmission. A reply echoes the client's transmit
+//     sequence number (wire.Header.TxSeq), so the client knows exactly which
+//     copy was answered: RTT samples are exact even for retransmissions, and
+//     a packet overtaken by ReorderThreshold (3) later-sent answered packets,
+//     or by 9/8 RTT, is resent at once (fast retransmit). Only the missing
+//     packets are resent. eRPC rolled the whole request back (Go-Back-N).
+//   - The RTO comes from measured RTT (RFC 6298, floor MinRTO = 1 ms,
+//     ceiling 200 ms, 5 ms before the first sample) with exponential backoff
+//     per packet; eRPC used a fixed 5 ms. Replies carry the time the server
+//     held the packet (wire.Header.HoldMicros), which the client subtracts,
+//     so handler time does not inflate the RTO.
+//   - Slow handlers cost nothing on the wire. A request whose handler has not
+//     answered by the end of the loop round gets a "pending" credit return;
+//     the client holds no credit and retransmits nothing while it waits,
+//     and probes with RFR 0 at the RTO, backing off to FailureTimeout/4. The
+//     probe answers prove the server alive. The reply to the completing
+//     packet keeps its place in the output queue, so replies never overtake
+//     each other (which would look like loss).
+//   - NEBULA's fail-fast: the server bounds the requests it holds
+//     (MaxHeldRequests) and their bytes (MaxHeldBytes) across all sessions,
+//     from one shared pool, and refuses a request that does not fit with a
+//     NACK at once; the client's call fails with ErrOverloaded instead of
+//     waiting in a deep queue. The application can refuse too (Reject).
+//     Receive memory follows load, not sessions: an idle server session is
+//     a few hundred bytes, and there is no per-session RX-ring reservation
+//     (eRPC's 128-sessions-per-endpoint limit).
+//   - Cancellation reaches the server (Cancel, CancelAck): a partly received
+//     request is freed, a running handler is told (EventRequestCanceled), and
+//     the slot moves on only once the server confirms, so at-most-once holds
+//     and the session stays usable.
+//   - Session management runs in-band on the data socket: connect with a
+//     random token (deduplicated by client address and session number; a new
+//     token from the same client replaces the old incarnation), reset for
+//     unknown sessions and stale tokens (a restarted server), keepalive pings
+//     on idle sessions, client failure detection (FailureTimeout without a
+//     packet while waiting) that fails every pending call, and server-side
+//     reaping of sessions idle beyond IdleTimeout. eRPC's failure handling
+//     was disabled in its tree.
+//   - No TX DMA flush: the transports copy a datagram before Send returns
+//     (the kernel, or the shared-memory ring), so a request buffer can go
+//     back to the caller the moment its call completes.
+//
+// # Buffers
+//
+// The client lends its request buffer and a response buffer for the life of
+// a call; the response is written in place if the buffer is large enough.
+// The server delivers requests in memory from a pool shared by all sessions
+// (small buffers kept per pooled request, large ones in power-of-two
+// classes), valid until the handler responds. [Engine.ResponseBuffer] gives
+// the handler memory owned by the request's slot, reused once the client
+// moves on, so a steady stream of calls allocates nothing
+// (TestRoundTripZeroAllocs).
+//
+// Congestion control and pacing (Timely and a timing wheel) are not here
+// yet; every new client packet leaves through one function (transmit), which
+// is where a rate limiter will decide.
+package proto

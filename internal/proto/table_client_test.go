@@ -1,0 +1,258 @@
+package proto
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+const tSrvNum = 3
+
+// tclient is a client engine with one session to serverAddr, driven by
+// hand-made server packets.
+type tclient struct {
+	t     *testing.T
+	e     *Engine
+	sid   SessionID
+	token uint32
+	now   Time
+	evs   []string
+	done  map[CallID]Event
+}
+
+func newTClient(t *testing.T, cfg Config) *tclient {
+	tc := &tclient{t: t, e: New(cfg), now: 1000, done: map[CallID]Event{}}
+	tc.sid = tc.e.Connect(tc.now, serverAddr)
+	tc.token = tc.sid.token()
+	got := decode(t, tc.e.Outgoing(tc.now), serverAddr, ^uint32(0), tc.token)
+	checkOut(t, "connect", got, []out{{Type: wire.TypeConnect, Seq: 1, Len: wire.ConnectLen}})
+	win := cfg.withDefaults()
+	c := wire.Connect{Session: tSrvNum, Window: uint16(win.Window), Credits: uint16(win.Credits), MaxMsgSize: 8 << 20, MaxData: tDPP}
+	var b [wire.ConnectLen]byte
+	c.Put(b[:])
+	tc.now += 20_000 // 20 µs RTT
+	tc.step("connect-ack", pkt(wire.Header{Type: wire.TypeConnectAck, Session: tc.sid.Num(), Token: tc.token, TxSeq: 1}, b[:]),
+		nil, "session-up")
+	return tc
+}
+
+func (tc *tclient) flush() []out {
+	names, evs := drainEvents(tc.e)
+	tc.evs = append(tc.evs, names...)
+	for _, ev := range evs {
+		if ev.Type == EventResponse {
+			tc.done[ev.Call] = ev
+		}
+	}
+	return decode(tc.t, tc.e.Outgoing(tc.now), serverAddr, tSrvNum, tc.token)
+}
+
+// step feeds a server packet and checks what goes out and what fires.
+func (tc *tclient) step(what string, p []byte, want []out, events ...string) {
+	tc.t.Helper()
+	tc.evs = nil
+	tc.e.Receive(tc.now, serverAddr, p)
+	checkOut(tc.t, what, tc.flush(), want)
+	checkEvents(tc.t, what, tc.evs, events...)
+}
+
+// tick advances the clock by d, runs the timers and checks the output.
+func (tc *tclient) tick(what string, d time.Duration, want []out, events ...string) {
+	tc.t.Helper()
+	tc.evs = nil
+	tc.now = tc.now.Add(d)
+	tc.e.Tick(tc.now)
+	checkOut(tc.t, what, tc.flush(), want)
+	checkEvents(tc.t, what, tc.evs, events...)
+}
+
+func (tc *tclient) call(what string, req []byte, want []out) CallID {
+	tc.t.Helper()
+	id, err := tc.e.StartCall(tc.now, tc.sid, tReqType, req, nil, nil)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	checkOut(tc.t, what, tc.flush(), want)
+	return id
+}
+
+func (tc *tclient) srv(t wire.Type, flags wire.Flags, code uint8, reqNum uint64, idx, seq uint32, size int, data []byte) []byte {
+	return pkt(wire.Header{Type: t, Flags: flags, Code: code, Session: tc.sid.Num(), Token: tc.token,
+		MsgSize: uint32(size), PktIndex: idx, TxSeq: seq, ReqNum: reqNum}, data)
+}
+
+func TestClientTable_ConnectRetry(t *testing.T) {
+	e := New(Config{Random: seedRandom(1)})
+	sid := e.Connect(0, serverAddr)
+	e.Outgoing(0)
+	if d := e.NextDeadline(); d != Time(100*time.Millisecond) {
+		t.Fatalf("first retry at %v, want 100ms", time.Duration(d))
+	}
+	e.Tick(e.NextDeadline())
+	checkOut(t, "retry", decode(t, e.Outgoing(0), serverAddr, ^uint32(0), sid.token()),
+		[]out{{Type: wire.TypeConnect, Seq: 2, Len: wire.ConnectLen}})
+}
+
+func TestClientTable_SingleCall(t *testing.T) {
+	tc := newTClient(t, Config{})
+	id := tc.call("send", []byte("ping"), []out{{Type: wire.TypeReq, ReqNum: 0, Seq: 2, MsgSize: 4, Len: 4}})
+	if st := tc.e.Stats(); st.CreditsInUse != 1 || st.BusySlots != 1 {
+		t.Fatalf("in flight: %+v", st)
+	}
+	tc.now += 20_000
+	tc.step("response", tc.srv(wire.TypeResp, 0, 5, 0, 0, 2, 4, []byte("pong")), nil, "response")
+	if ev := tc.done[id]; ev.Err != nil || string(ev.Data) != "pong" || ev.Status != 5 {
+		t.Fatalf("completion %+v", ev)
+	}
+	tc.step("duplicate response", tc.srv(wire.TypeResp, 0, 5, 0, 0, 2, 4, []byte("pong")), nil)
+	if st := tc.e.Stats(); st.CreditsInUse != 0 || st.BusySlots != 0 || st.PendingCalls != 0 || st.DropStale != 1 {
+		t.Fatalf("after completion: %+v", st)
+	}
+	tc.call("slot 0 is reused with its next number", nil, []out{{Type: wire.TypeReq, ReqNum: 8, Seq: 3}})
+}
+
+func TestClientTable_WindowAndBacklog(t *testing.T) {
+	tc := newTClient(t, Config{Window: 2})
+	tc.call("1st", []byte("a"), []out{{Type: wire.TypeReq, ReqNum: 0, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.call("2nd", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 1, Seq: 3, MsgSize: 1, Len: 1}})
+	third := tc.call("3rd waits in the backlog", []byte("c"), nil)
+	tc.step("a slot frees: the 3rd goes with slot 0's next number",
+		tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 0, nil),
+		[]out{{Type: wire.TypeReq, ReqNum: 2, Seq: 4, MsgSize: 1, Len: 1}}, "response")
+	tc.step("3rd answered", tc.srv(wire.TypeResp, 0, 0, 2, 0, 4, 1, []byte("C")), nil, "response")
+	if ev := tc.done[third]; string(ev.Data) != "C" {
+		t.Fatalf("third: %+v", ev)
+	}
+}
+
+func TestClientTable_CreditsPaceMultiPacket(t *testing.T) {
+	tc := newTClient(t, Config{Credits: 2})
+	req := bytes.Repeat([]byte{1}, 3*tDPP+10) // 4 packets
+	size := uint32(len(req))
+	tc.call("two credits: two packets", req, []out{
+		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP}})
+	tc.step("a credit returns: next packet", tc.srv(wire.TypeCR, 0, 0, 0, 0, 2, 0, nil),
+		[]out{{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP}})
+	tc.step("and the last", tc.srv(wire.TypeCR, 0, 0, 0, 1, 3, 0, nil),
+		[]out{{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: 10}})
+	// Response packet 0 acknowledges the whole request, even with CR 2 lost.
+	resp := bytes.Repeat([]byte{2}, tDPP+1)
+	tc.step("response packet 0: ask for packet 1", tc.srv(wire.TypeResp, 0, 0, 0, 0, 5, len(resp), resp[:tDPP]),
+		[]out{{Type: wire.TypeRFR, Idx: 1, Seq: 6}})
+	tc.step("response packet 1", tc.srv(wire.TypeResp, 0, 0, 0, 1, 6, len(resp), resp[tDPP:]), nil, "response")
+	if st := tc.e.Stats(); st.CreditsInUse != 0 {
+		t.Fatalf("credits not all back: %+v", st)
+	}
+}
+
+func TestClientTable_FastRetransmit(t *testing.T) {
+	tc := newTClient(t, Config{})
+	req := bytes.Repeat([]byte{1}, 4*tDPP+1) // 5 packets, seqs 2..6
+	tc.call("send", req, []out{
+		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: uint32(len(req)), Len: -1},
+		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: uint32(len(req)), Len: -1},
+		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: uint32(len(req)), Len: -1},
+		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: uint32(len(req)), Len: -1},
+		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: uint32(len(req)), Len: -1}})
+	tc.step("CR 2: reordering, not loss yet", tc.srv(wire.TypeCR, 0, 0, 0, 2, 4, 0, nil), nil)
+	tc.step("CR 3: packet 0 is 3 behind: resent", tc.srv(wire.TypeCR, 0, 0, 0, 3, 5, 0, nil),
+		[]out{{Type: wire.TypeReq, Idx: 0, Seq: 7, MsgSize: uint32(len(req)), Len: tDPP}})
+	tc.step("CR 4: packet 1 too", tc.srv(wire.TypeCR, 0, 0, 0, 4, 6, 0, nil),
+		[]out{{Type: wire.TypeReq, Idx: 1, Seq: 8, MsgSize: uint32(len(req)), Len: tDPP}})
+	tc.step("the late CR of the first copy of packet 0 retires the resent copy too",
+		tc.srv(wire.TypeCR, 0, 0, 0, 0, 2, 0, nil), nil)
+	if st := tc.e.Stats(); st.CreditsInUse != 1 || st.Retransmits != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestClientTable_RetransmitOnTimeout(t *testing.T) {
+	tc := newTClient(t, Config{MinRTO: time.Millisecond})
+	tc.call("send", []byte("x"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	// One RTT sample of 20 µs (the handshake): the RTO is its floor.
+	tc.tick("just before the RTO", time.Millisecond-time.Microsecond, nil)
+	tc.tick("at the RTO", time.Microsecond, []out{{Type: wire.TypeReq, Seq: 3, MsgSize: 1, Len: 1}})
+	tc.tick("backs off: nothing 1 ms later", time.Millisecond, nil)
+	tc.tick("resent again after 2 ms", time.Millisecond, []out{{Type: wire.TypeReq, Seq: 4, MsgSize: 1, Len: 1}})
+	tc.step("an answer to the first copy completes the call", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 0, nil), nil, "response")
+	if st := tc.e.Stats(); st.CreditsInUse != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestClientTable_PendingThenProbe(t *testing.T) {
+	tc := newTClient(t, Config{MinRTO: time.Millisecond})
+	tc.call("send", []byte("x"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.step("server: pending", tc.srv(wire.TypeCR, wire.FlagPending, 0, 0, 0, 2, 0, nil), nil)
+	tc.tick("a probe after the RTO", time.Millisecond, []out{{Type: wire.TypeRFR, Seq: 3}})
+	tc.step("still pending", tc.srv(wire.TypeCR, wire.FlagPending, 0, 0, 0, 3, 0, nil), nil)
+	tc.tick("probes back off while the server says pending", time.Millisecond, nil)
+	tc.tick("next probe", time.Millisecond, []out{{Type: wire.TypeRFR, Seq: 4}})
+	tc.step("the response, answering the original packet", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 1, []byte("y")), nil, "response")
+}
+
+func TestClientTable_NackAndReset(t *testing.T) {
+	tc := newTClient(t, Config{})
+	a := tc.call("a", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.step("nack", tc.srv(wire.TypeNack, 0, wire.CodeServerFull, 0, 0, 2, 0, nil), nil, "response")
+	if ev := tc.done[a]; !errors.Is(ev.Err, ErrOverloaded) || ev.Status != wire.CodeServerFull {
+		t.Fatalf("nacked call: %+v", ev)
+	}
+	b := tc.call("b", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 8, Seq: 3, MsgSize: 1, Len: 1}})
+	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token}, nil)
+	tc.step("reset", reset, nil, "response", "session-down")
+	if ev := tc.done[b]; !errors.Is(ev.Err, ErrSessionReset) {
+		t.Fatalf("call on reset session: %+v", ev)
+	}
+	if _, err := tc.e.StartCall(tc.now, tc.sid, 1, nil, nil, nil); !errors.Is(err, ErrNoSession) {
+		t.Fatalf("call after reset: %v", err)
+	}
+}
+
+func TestClientTable_Cancel(t *testing.T) {
+	tc := newTClient(t, Config{Window: 1})
+	a := tc.call("a", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	b := tc.call("b waits", []byte("b"), nil)
+	if !tc.e.Cancel(tc.now, tc.sid, b) {
+		t.Fatal("cancel of a backlogged call failed")
+	}
+	checkOut(t, "cancel from the backlog sends nothing", tc.flush(), nil)
+	if !tc.e.Cancel(tc.now, tc.sid, a) {
+		t.Fatal("cancel of a sent call failed")
+	}
+	checkOut(t, "cancel of a sent call tells the server", tc.flush(), []out{{Type: wire.TypeCancel, ReqNum: 0, Seq: 3}})
+	if !errors.Is(tc.done[a].Err, ErrCanceled) || !errors.Is(tc.done[b].Err, ErrCanceled) {
+		t.Fatalf("completions %+v", tc.done)
+	}
+	if tc.e.Cancel(tc.now, tc.sid, a) {
+		t.Fatal("second cancel succeeded")
+	}
+	c := tc.call("c waits for the slot", []byte("c"), nil)
+	tc.step("late response to the canceled call", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 1, []byte("A")), nil)
+	tc.step("cancel acknowledged: c takes the slot's next number",
+		tc.srv(wire.TypeCancelAck, 0, 0, 0, 0, 3, 0, nil), []out{{Type: wire.TypeReq, ReqNum: 1, Seq: 4, MsgSize: 1, Len: 1}})
+	_ = c
+}
+
+func TestClientTable_Keepalive(t *testing.T) {
+	tc := newTClient(t, Config{KeepaliveInterval: time.Second})
+	tc.tick("idle", time.Second-time.Microsecond, nil)
+	tc.tick("ping", time.Microsecond, []out{{Type: wire.TypePing, Seq: 2}})
+	tc.step("pong", tc.srv(wire.TypePong, 0, 0, 0, 0, 2, 0, nil), nil)
+	tc.tick("next ping a keepalive later", time.Second, []out{{Type: wire.TypePing, Seq: 3}})
+}
+
+func TestClientTable_MalformedResponse(t *testing.T) {
+	tc := newTClient(t, Config{})
+	tc.call("send", []byte("x"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.step("response payload shorter than its size says", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 10, []byte("y")), nil)
+	tc.step("response for a number not in flight", tc.srv(wire.TypeResp, 0, 0, 8, 0, 2, 1, []byte("y")), nil)
+	tc.step("wrong token", pkt(wire.Header{Type: wire.TypeResp, Session: tc.sid.Num(), Token: tc.token + 1, MsgSize: 1}, []byte("y")), nil)
+	if st := tc.e.Stats(); st.DropMalformed != 1 || st.DropStale != 1 || st.DropUnknownSession != 1 || st.PendingCalls != 1 {
+		t.Fatalf("stats %+v", st)
+	}
+}
