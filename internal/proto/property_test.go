@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +18,17 @@ import (
 )
 
 var (
-	simSeeds = flag.Int("sim.seeds", 1000, "number of seeds each property test runs")
+	simSeeds = flag.Int("sim.seeds", envInt("ERPC_SIM_SEEDS", 1000), "number of seeds each property test runs (default $ERPC_SIM_SEEDS or 1000)")
 	simSeed  = flag.Int64("sim.seed", -1, "run only this seed (to replay a failure)")
 	simLog   = flag.Bool("sim.log", false, "log a summary of every seed")
 )
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return n
+	}
+	return def
+}
 
 // scenario is one randomized run: a network, a population of clients and
 // sessions, a workload, and the server's behaviour.
