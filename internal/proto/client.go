@@ -285,6 +285,16 @@ func (e *Engine) Close(now Time, id SessionID) error {
 	return nil
 }
 
+// CloseAll closes every session, as Close does each: the engine is left
+// empty, with every call completed and every request orphaned.
+func (e *Engine) CloseAll(now Time) {
+	for _, s := range e.sessions {
+		if s != nil {
+			_ = e.Close(now, s.id())
+		}
+	}
+}
+
 // endSession fails everything a session has pending with err, reports it
 // down and frees it.
 func (e *Engine) endSession(now Time, s *session, err error) {

@@ -64,6 +64,7 @@ func (e *Engine) releaseRequest(r *Request) {
 	r.gen++
 	r.state = reqFree
 	r.sess = nil
+	r.tag = nil
 	e.reqPool = append(e.reqPool, r)
 }
 

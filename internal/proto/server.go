@@ -75,6 +75,7 @@ type Request struct {
 	arrived  Time
 	outIdx   int  // reserved place of the owed reply in the output queue
 	lent     bool // holds the slot's respBuf (ResponseBuffer)
+	tag      any  // the driver's own record of this request
 }
 
 // ReqHandle refers to a delivered request. It is a value with a generation,
@@ -120,6 +121,22 @@ func (h ReqHandle) Session() SessionID {
 
 // Valid reports whether the handle still names an unanswered request.
 func (h ReqHandle) Valid() bool { return h.live() != nil }
+
+// SetTag attaches the driver's own record to the request, for
+// EventRequestCanceled to find. It is dropped when the request is released.
+func (h ReqHandle) SetTag(v any) {
+	if r := h.live(); r != nil {
+		r.tag = v
+	}
+}
+
+// Tag returns what SetTag attached.
+func (h ReqHandle) Tag() any {
+	if r := h.live(); r != nil {
+		return r.tag
+	}
+	return nil
+}
 
 // ResponseBuffer returns n bytes of response memory owned by the request's
 // slot, reused from one request to the next: filling it and passing it to

@@ -98,46 +98,58 @@ func (n *Net) Stats() Stats { return n.stats }
 // Send puts the concatenation of parts on the link from -> to at time now.
 // The bytes are copied.
 func (n *Net) Send(now int64, from, to netip.AddrPort, parts ...[]byte) {
+	size := 0
+	for _, p := range parts {
+		size += len(p)
+	}
+	at, copies := n.Schedule(now, from, to, size)
+	for i := range copies {
+		n.push(from, to, at[i], size, parts)
+	}
+}
+
+// Schedule decides the fate of a datagram of size bytes sent on from -> to
+// at time now, as Send would, and returns the arrival times of the copies
+// that will arrive: none if it is lost, two if it is duplicated. It lets a
+// caller with its own queues (transport/memnet) use the link model.
+func (n *Net) Schedule(now int64, from, to netip.AddrPort, size int) (at [2]int64, copies int) {
 	n.stats.Sent++
 	l := n.link(from, to)
 	c := &l.cfg
 	if c.Down || n.chance(c.Loss) {
 		n.stats.Lost++
-		return
-	}
-	size := 0
-	for _, p := range parts {
-		size += len(p)
+		return at, 0
 	}
 	depart := now
 	if c.Bandwidth > 0 {
 		start := max(now, l.busyUntil)
 		if c.QueueBytes > 0 && float64(start-now)*c.Bandwidth/1e9 > float64(c.QueueBytes) {
 			n.stats.QueueDrops++
-			return
+			return at, 0
 		}
 		depart = start + int64(float64(size)/c.Bandwidth*1e9)
 		l.busyUntil = depart
 	}
-	copies := 1
+	copies = 1
 	if n.chance(c.Dup) {
 		copies = 2
 		n.stats.Duplicated++
 	}
-	for range copies {
-		at := depart + int64(c.Delay)
+	for i := range copies {
+		t := depart + int64(c.Delay)
 		if c.Jitter > 0 {
-			at += n.rng.Int64N(int64(c.Jitter))
+			t += n.rng.Int64N(int64(c.Jitter))
 		}
 		if n.chance(c.Reorder) {
-			at += int64(c.ReorderDelay)
+			t += int64(c.ReorderDelay)
 			n.stats.Reordered++
 		} else {
-			at = max(at, l.lastArrival)
-			l.lastArrival = at
+			t = max(t, l.lastArrival)
+			l.lastArrival = t
 		}
-		n.push(from, to, at, size, parts)
+		at[i] = t
 	}
+	return at, copies
 }
 
 func (n *Net) chance(p float64) bool { return p > 0 && n.rng.Float64() < p }

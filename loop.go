@@ -1,0 +1,216 @@
+package erpc
+
+import (
+	"net/netip"
+	"runtime"
+
+	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/transport"
+)
+
+// loopState is the part of an Endpoint only its event loop touches.
+type loopState struct {
+	sessions   map[proto.SessionID]*Session // client sessions by engine ID
+	reqPool    []*Request
+	msgs       []transport.Message
+	now        proto.Time
+	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
+	stopped    bool
+}
+
+func (l *loopState) init() {
+	l.sessions = make(map[proto.SessionID]*Session)
+}
+
+// run is the event loop: receive a batch, run timers, dispatch events and
+// queued commands until both are quiet, send, and sleep when idle.
+func (ep *Endpoint) run() {
+	defer close(ep.loopDone)
+	if ep.opts.busyPoll {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+	}
+	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
+	idleSince := ep.now()
+	for {
+		now := ep.now()
+		ep.loop.now = now
+		n, err := ep.tr.Receive(ep.loop.onDatagram)
+		if err != nil {
+			ep.log.Error("erpc: transport failed; closing endpoint", "err", err)
+			ep.closeErr = err
+			ep.loop.stopped = true
+		}
+		ep.eng.Tick(now)
+		worked := ep.process(now) || n > 0
+		ep.flush(now)
+		if ep.loop.stopped {
+			ep.stop(now)
+			return
+		}
+		if worked {
+			idleSince = now
+			continue
+		}
+		if spin := ep.opts.spin; spin < 0 || now.Sub(idleSince) < spin {
+			if !ep.opts.busyPoll {
+				runtime.Gosched()
+			}
+			continue
+		}
+		ep.sleep()
+		idleSince = ep.now()
+	}
+}
+
+// process dispatches engine events and runs queued commands until neither
+// produces more work.
+func (ep *Endpoint) process(now proto.Time) (worked bool) {
+	for range 64 {
+		e := ep.dispatchEvents(now)
+		c := ep.runCommands(now)
+		if !e && !c {
+			break
+		}
+		worked = true
+	}
+	return worked
+}
+
+// sleep parks the loop in the transport until a datagram, the engine's next
+// deadline, or a Wake from a goroutine that posted a command.
+func (ep *Endpoint) sleep() {
+	deadline := ep.wallTime(ep.eng.NextDeadline())
+	ep.sleeping.Store(true)
+	if ep.cmds.n.Load() <= 0 { // checked after publishing sleeping: a poster sees one or the other
+		if ep.opts.busyPoll {
+			// A locked thread must not block in the netpoller: every wake-up
+			// would then be handed to it through futexes.
+			runtime.UnlockOSThread()
+		}
+		err := ep.tr.Wait(deadline)
+		if ep.opts.busyPoll {
+			runtime.LockOSThread()
+		}
+		if err != nil && ep.closeErr == nil && ep.state.Load() != stateClosed {
+			ep.log.Error("erpc: transport wait failed; closing endpoint", "err", err)
+			ep.closeErr = err
+			ep.loop.stopped = true
+		}
+	}
+	ep.sleeping.Store(false)
+}
+
+// flush sends what the engine has to send.
+func (ep *Endpoint) flush(now proto.Time) {
+	pkts := ep.eng.Outgoing(now)
+	if len(pkts) == 0 {
+		return
+	}
+	msgs := ep.loop.msgs[:0]
+	for i := range pkts {
+		p := &pkts[i]
+		msgs = append(msgs, transport.Message{To: p.To, Head: p.Head(), Payload: p.Payload})
+	}
+	if err := ep.tr.Send(msgs); err != nil && err != transport.ErrTooLarge {
+		if ep.closeErr == nil && ep.state.Load() != stateClosed {
+			ep.log.Error("erpc: transport send failed; closing endpoint", "err", err)
+			ep.closeErr = err
+		}
+		ep.loop.stopped = true
+	}
+	clear(msgs)
+	ep.loop.msgs = msgs[:0]
+}
+
+// dispatchEvents handles what the engine reported.
+func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
+	for ev, ok := ep.eng.NextEvent(); ok; ev, ok = ep.eng.NextEvent() {
+		any = true
+		switch ev.Type {
+		case proto.EventResponse:
+			ep.completeCall(ev)
+		case proto.EventRequest:
+			ep.serve(now, ev.Req)
+		case proto.EventRequestCanceled:
+			if r, ok := ev.Req.Tag().(*Request); ok {
+				r.ctx.cancel(ErrCanceled)
+			}
+		case proto.EventSessionUp:
+			if s := ep.loop.sessions[ev.Session]; s != nil {
+				s.onUp()
+			}
+		case proto.EventSessionDown:
+			if s := ep.loop.sessions[ev.Session]; s != nil {
+				delete(ep.loop.sessions, ev.Session)
+				s.onDown(now, ev.Err)
+			}
+		}
+	}
+	return any
+}
+
+// runCommands runs what other goroutines (and handlers) posted.
+func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
+	cmds := ep.cmds.take()
+	if len(cmds) == 0 {
+		return false
+	}
+	for i := range cmds {
+		c := &cmds[i]
+		switch c.kind {
+		case cmdCall:
+			ep.startCall(now, c.call)
+		case cmdCancel:
+			if c.call.engID != 0 {
+				ep.eng.Cancel(now, c.call.sid, c.call.engID)
+			}
+		case cmdRespond:
+			ep.respond(now, c.req)
+		case cmdDial:
+			c.sess.connect(now)
+		case cmdCloseSess:
+			c.sess.closeOnLoop(now)
+			c.fn()
+		case cmdFunc:
+			c.fn()
+		case cmdStop:
+			ep.loop.stopped = true
+		}
+	}
+	ep.cmds.recycle(cmds)
+	return true
+}
+
+// stop ends the loop: it fails every call, abandons every request, closes
+// the sessions (telling servers), the workers and the transport, and fails
+// whatever is posted afterwards.
+func (ep *Endpoint) stop(now proto.Time) {
+	ep.state.Store(stateClosed)
+	for _, s := range ep.loop.sessions {
+		s.closed.Store(true)
+	}
+	ep.eng.CloseAll(now) // calls fail; running handlers see their context canceled
+	ep.process(now)
+	ep.flush(now)
+	ep.workers.stop() // waits for running background handlers to return
+	for _, c := range ep.cmds.close() {
+		ep.failCommand(c)
+	}
+	if err := ep.tr.Close(); err != nil && ep.closeErr == nil {
+		ep.closeErr = err
+	}
+}
+
+// failCommand settles a command that arrived after the loop stopped. A
+// response is dropped (its request was abandoned); a function is dropped
+// too, since the engine must not be touched off the loop (posters of
+// functions also wait on loopDone).
+func (ep *Endpoint) failCommand(c command) {
+	switch c.kind {
+	case cmdCall:
+		c.call.finish(nil, errClosed)
+	case cmdDial:
+		c.sess.onDown(0, errClosed)
+	}
+}

@@ -1,0 +1,107 @@
+package erpc
+
+import (
+	"log/slog"
+	"runtime"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/transport"
+)
+
+// Option configures an Endpoint. Every option has a zero-value default.
+type Option func(*options)
+
+type options struct {
+	logger    *slog.Logger
+	transport transport.Transport
+	busyPoll  bool
+	spin      time.Duration
+	workers   int
+	queue     int
+	engine    proto.Config
+	sockBuf   int
+}
+
+func defaultOptions() options {
+	return options{spin: 50 * time.Microsecond}
+}
+
+func (o *options) resolve() {
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	if o.workers <= 0 {
+		o.workers = runtime.GOMAXPROCS(0)
+	}
+	if o.queue <= 0 {
+		o.queue = 2 * o.workers // JBSQ(2): a running and a waiting request per worker
+	}
+}
+
+// WithLogger sets where the endpoint logs (handler panics, dropped
+// responses). Default: slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTransport makes the endpoint use t instead of opening one from the
+// address given to Listen (which is then ignored). The endpoint closes t.
+func WithTransport(t transport.Transport) Option { return func(o *options) { o.transport = t } }
+
+// WithBusyPoll makes the event loop spin on a goroutine locked to its OS
+// thread, with non-blocking system calls, for up to spin after its last
+// work before it parks: the lowest latency, at the cost of a core while it
+// spins. spin < 0 never parks. Give each busy-polling endpoint its own core.
+func WithBusyPoll(spin time.Duration) Option {
+	return func(o *options) { o.busyPoll, o.spin = true, spin }
+}
+
+// WithSpin sets how long the default (netpoller) event loop keeps polling
+// after its last work before it sleeps in the netpoller. Default 50 µs: a
+// reply that comes within it skips two thread wake-ups.
+func WithSpin(d time.Duration) Option { return func(o *options) { o.spin = d } }
+
+// WithWorkers sets the number of goroutines that run background handlers.
+// Default GOMAXPROCS.
+func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
+
+// WithQueueDepth bounds the background handlers' shared queue. A request
+// that finds it full is refused at once (the client gets ResourceExhausted)
+// instead of waiting behind work that would make it late (NEBULA).
+// Default 2 x workers.
+func WithQueueDepth(n int) Option { return func(o *options) { o.queue = n } }
+
+// WithWindow sets the number of concurrent requests per session (default
+// 8); further calls wait in the session's backlog.
+func WithWindow(n int) Option { return func(o *options) { o.engine.Window = n } }
+
+// WithCredits sets the packets a session may have in flight (default 32,
+// about one bandwidth-delay product).
+func WithCredits(n int) Option { return func(o *options) { o.engine.Credits = n } }
+
+// WithMaxMessageSize sets the largest request or response (default 8 MiB).
+func WithMaxMessageSize(n int) Option { return func(o *options) { o.engine.MaxMsgSize = n } }
+
+// WithMaxPacketSize sets the largest datagram, header included (default
+// 1472, for a 1500-byte MTU; raise it on jumbo-frame networks).
+func WithMaxPacketSize(n int) Option { return func(o *options) { o.engine.MaxPacketSize = n } }
+
+// WithFailureTimeout sets how long a client waits without hearing from a
+// server before it fails the session's calls with Unavailable (default 2 s).
+func WithFailureTimeout(d time.Duration) Option {
+	return func(o *options) { o.engine.FailureTimeout = d }
+}
+
+// WithKeepalive sets how often idle client sessions ping their server
+// (default 5 s), and how long a server keeps a silent session (idle, six
+// times that by default).
+func WithKeepalive(interval, idle time.Duration) Option {
+	return func(o *options) { o.engine.KeepaliveInterval, o.engine.IdleTimeout = interval, idle }
+}
+
+// WithMaxHeldRequests bounds the requests a server holds at once across
+// all sessions, being received or handled (default 4096). Beyond it new
+// requests are refused at once with ResourceExhausted.
+func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxHeldRequests = n } }
+
+// WithSocketBuffer sets the UDP socket buffers (default 8 MiB).
+func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } }

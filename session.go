@@ -1,0 +1,179 @@
+package erpc
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/proto"
+)
+
+// Session is a client's connection to one server endpoint, over which it
+// makes calls. It is safe for concurrent use. Calls on one session share its
+// window of concurrent requests (8 by default; more wait in a backlog) and
+// its packet credits.
+//
+// A session survives server restarts: when its server fails or restarts,
+// the calls in flight fail with Unavailable (they may or may not have run;
+// erpc never runs a request twice, so it does not retry them), and the next
+// call reconnects, backing off with jitter after repeated failures.
+type Session struct {
+	ep           *Endpoint
+	target       string
+	addr         netip.AddrPort
+	closed       atomic.Bool
+	ownsEndpoint bool // made by the package-level Dial
+
+	first     chan struct{} // closed when the first connect succeeds or fails
+	firstOnce sync.Once
+	firstErr  error
+
+	// Owned by the loop.
+	sid         proto.SessionID
+	live        bool // an engine session exists (connecting or up)
+	failures    int
+	lastErr     error
+	nextAttempt proto.Time
+}
+
+// Dial opens a session from ep to the endpoint at target (an address in the
+// form Listen takes: "host:port", "udp://host:port", "mem://name"), and
+// waits until the server accepts it or ctx ends.
+func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
+	if ep.state.Load() != stateOpen {
+		return nil, errClosed
+	}
+	addr, err := ep.resolve(target)
+	if err != nil {
+		return nil, &Error{Code: InvalidArgument, Msg: "resolve " + target + ": " + err.Error(), Cause: err}
+	}
+	s := &Session{ep: ep, target: target, addr: addr, first: make(chan struct{})}
+	ep.post(command{kind: cmdDial, sess: s})
+	select {
+	case <-s.first:
+		if s.firstErr != nil {
+			return nil, s.firstErr
+		}
+		return s, nil
+	case <-ctx.Done():
+		s.Close()
+		return nil, contextError(ctx)
+	}
+}
+
+// Dial opens a client endpoint on an ephemeral UDP port (or the transport
+// named by target's scheme) and a session to target: the shortest way to
+// a client. Closing the session closes the endpoint.
+func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
+	local := "udp://:0"
+	if scheme, _, ok := strings.Cut(target, "://"); ok && scheme != "udp" {
+		local = scheme + "://"
+	}
+	ep, err := Listen(local, opt...)
+	if err != nil {
+		return nil, err
+	}
+	s, err := ep.Dial(ctx, target)
+	if err != nil {
+		ep.Close()
+		return nil, err
+	}
+	s.ownsEndpoint = true
+	return s, nil
+}
+
+// resolve turns a target into the transport's address form.
+func (ep *Endpoint) resolve(target string) (netip.AddrPort, error) {
+	if _, rest, ok := strings.Cut(target, "://"); ok {
+		target = rest
+	}
+	if r, ok := ep.tr.(interface {
+		Resolve(string) (netip.AddrPort, error)
+	}); ok {
+		return r.Resolve(target)
+	}
+	return netip.ParseAddrPort(target)
+}
+
+// Addr is the server's address.
+func (s *Session) Addr() netip.AddrPort { return s.addr }
+
+// Endpoint is the endpoint the session belongs to.
+func (s *Session) Endpoint() *Endpoint { return s.ep }
+
+// Close ends the session: its pending calls fail with Unavailable and the
+// server is told. A session made by the package-level Dial also closes its
+// endpoint.
+func (s *Session) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	done := make(chan struct{})
+	s.ep.post(command{kind: cmdCloseSess, sess: s, fn: func() { close(done) }})
+	select {
+	case <-done:
+	case <-s.ep.loopDone:
+	}
+	if s.ownsEndpoint {
+		return s.ep.Close()
+	}
+	return nil
+}
+
+// connect opens an engine session to the server (on the loop).
+func (s *Session) connect(now proto.Time) {
+	s.sid = s.ep.eng.Connect(now, s.addr)
+	s.live = true
+	s.ep.loop.sessions[s.sid] = s
+}
+
+// ensure returns the engine session to send on, reconnecting if the last
+// one failed, unless the session is closed or backing off.
+func (s *Session) ensure(now proto.Time) (proto.SessionID, *Error) {
+	switch {
+	case s.closed.Load():
+		return 0, errSessionClosed
+	case s.live:
+		return s.sid, nil
+	case now < s.nextAttempt:
+		return 0, &Error{Code: Unavailable, Msg: "reconnecting after failure: " + s.lastErr.Error(), Cause: s.lastErr}
+	}
+	s.connect(now)
+	return s.sid, nil
+}
+
+var errSessionClosed = &Error{Code: Unavailable, Msg: "session closed", Cause: proto.ErrSessionClosed}
+
+func (s *Session) onUp() {
+	s.failures = 0
+	s.firstOnce.Do(func() { close(s.first) })
+}
+
+// onDown records why the engine session ended and when to try again: at
+// once after a first failure (a restarted server), then with exponential
+// backoff and jitter, so that a fleet of clients does not reconnect in step.
+func (s *Session) onDown(now proto.Time, err error) {
+	s.live = false
+	s.lastErr = err
+	s.failures++
+	if s.failures > 1 {
+		d := min(10*time.Millisecond<<min(s.failures-2, 10), time.Second)
+		d = d/2 + rand.N(d)
+		s.nextAttempt = now.Add(d)
+	}
+	s.firstOnce.Do(func() {
+		s.firstErr = engineError(err)
+		close(s.first)
+	})
+}
+
+// closeOnLoop closes the engine session; its calls fail.
+func (s *Session) closeOnLoop(now proto.Time) {
+	if s.live {
+		_ = s.ep.eng.Close(now, s.sid)
+	}
+}

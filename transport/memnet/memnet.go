@@ -1,0 +1,338 @@
+// Package memnet is an in-process datagram network for erpc-go endpoints:
+// the embedded default for demos and for users' own tests (like gRPC's
+// bufconn), with the loss, duplication, reordering, delay and bandwidth of
+// the simulated network the protocol tests use (internal/simnet), here in
+// real time.
+//
+// Endpoints on the same Network reach each other by address. Addresses are
+// assigned from 10.77.0.0/16 unless a name is given: Listen("server") binds
+// the name, and Resolve("server") finds it.
+package memnet
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/simnet"
+	"github.com/erpc-go/erpc/transport"
+)
+
+// LinkConfig describes one direction of a link; the zero value is perfect.
+type LinkConfig = simnet.LinkConfig
+
+// DefaultMaxDatagram is the largest datagram a memnet transport carries.
+const DefaultMaxDatagram = 65507
+
+// Network is a set of transports that can reach each other.
+type Network struct {
+	mu    sync.Mutex
+	sim   *simnet.Net
+	start time.Time
+	hosts map[netip.AddrPort]*Transport
+	names map[string]netip.AddrPort
+	next  uint32
+}
+
+// NewNetwork returns an empty network whose links behave as def, drawing its
+// random choices from seed.
+func NewNetwork(seed uint64, def LinkConfig) *Network {
+	return &Network{
+		sim:   simnet.New(seed, def),
+		start: time.Now(),
+		hosts: make(map[netip.AddrPort]*Transport),
+		names: make(map[string]netip.AddrPort),
+	}
+}
+
+var defaultNet = NewNetwork(1, LinkConfig{})
+
+// Default is the process-wide network with perfect links that "mem://"
+// addresses use.
+func Default() *Network { return defaultNet }
+
+// SetLink configures the direction from -> to.
+func (n *Network) SetLink(from, to netip.AddrPort, cfg LinkConfig) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sim.SetLink(from, to, cfg)
+}
+
+// SetDefault reconfigures every link not set with SetLink.
+func (n *Network) SetDefault(cfg LinkConfig) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.sim.SetDefault(cfg)
+}
+
+// Stats returns what the network did so far.
+func (n *Network) Stats() simnet.Stats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sim.Stats()
+}
+
+func (n *Network) now() int64 { return int64(time.Since(n.start)) }
+
+// Listen creates a transport on the network. name may be empty (an address
+// is assigned), a name to bind ("server"), or an ip:port literal.
+func (n *Network) Listen(name string) (*Transport, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	addr, err := netip.ParseAddrPort(name)
+	switch {
+	case err == nil:
+	case name == "" || name == ":0":
+		addr = n.assign()
+	default:
+		if _, taken := n.names[name]; taken {
+			return nil, fmt.Errorf("memnet: name %q is in use", name)
+		}
+		addr = n.assign()
+		n.names[name] = addr
+	}
+	if _, taken := n.hosts[addr]; taken {
+		return nil, fmt.Errorf("memnet: address %v is in use", addr)
+	}
+	t := &Transport{net: n, addr: addr, name: name, notify: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	t.timer.Stop()
+	n.hosts[addr] = t
+	return t, nil
+}
+
+// assign picks the next free address in 10.77.0.0/16. n.mu is held.
+func (n *Network) assign() netip.AddrPort {
+	for {
+		n.next++
+		a := netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 77, byte(n.next >> 8), byte(n.next)}), 1)
+		if _, taken := n.hosts[a]; !taken {
+			return a
+		}
+	}
+}
+
+// Resolve turns a name or an ip:port literal into an address.
+func (n *Network) Resolve(name string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddrPort(name); err == nil {
+		return a, nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if a, ok := n.names[name]; ok {
+		return a, nil
+	}
+	return netip.AddrPort{}, fmt.Errorf("memnet: no transport named %q", name)
+}
+
+type arrival struct {
+	from netip.AddrPort
+	at   int64
+	seq  uint64
+	data []byte
+}
+
+// Transport is one endpoint's attachment to a Network.
+type Transport struct {
+	net    *Network
+	addr   netip.AddrPort
+	name   string
+	notify chan struct{} // a datagram was queued, or Wake
+	timer  *time.Timer   // owned by the Wait caller
+
+	// Guarded by net.mu.
+	inbox   arrivalHeap
+	seq     uint64
+	closed  bool
+	scratch []arrival
+	free    [][]byte
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+// LocalAddr is the transport's address.
+func (t *Transport) LocalAddr() netip.AddrPort { return t.addr }
+
+// MaxDatagram is the largest datagram the transport carries.
+func (t *Transport) MaxDatagram() int { return DefaultMaxDatagram }
+
+// Resolve resolves a name on the transport's network.
+func (t *Transport) Resolve(name string) (netip.AddrPort, error) { return t.net.Resolve(name) }
+
+// Send puts datagrams on the network.
+func (t *Transport) Send(msgs []transport.Message) error {
+	n := t.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if t.closed {
+		return transport.ErrClosed
+	}
+	var err error
+	now := n.now()
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Len() > DefaultMaxDatagram {
+			err = transport.ErrTooLarge
+			continue
+		}
+		dst := n.hosts[m.To]
+		at, copies := n.sim.Schedule(now, t.addr, m.To, m.Len())
+		if dst == nil || dst.closed {
+			continue
+		}
+		for c := range copies {
+			dst.queue(t.addr, at[c], m.Head, m.Payload)
+		}
+	}
+	return err
+}
+
+// queue adds a datagram to t's inbox and signals its Wait. n.mu is held.
+func (t *Transport) queue(from netip.AddrPort, at int64, head, payload []byte) {
+	var buf []byte
+	if k := len(t.free); k > 0 {
+		buf, t.free = t.free[k-1][:0], t.free[:k-1]
+	}
+	buf = append(append(buf, head...), payload...)
+	t.seq++
+	t.inbox.push(arrival{from: from, at: at, seq: t.seq, data: buf})
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Receive delivers the datagrams that have arrived by now.
+func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
+	n := t.net
+	n.mu.Lock()
+	if t.closed {
+		n.mu.Unlock()
+		return 0, transport.ErrClosed
+	}
+	now := n.now()
+	due := t.scratch[:0]
+	for t.inbox.len() > 0 && t.inbox.h[0].at <= now {
+		due = append(due, t.inbox.pop())
+	}
+	n.mu.Unlock()
+	for _, a := range due {
+		fn(a.from, a.data)
+	}
+	n.mu.Lock()
+	for i := range due {
+		t.free = append(t.free, due[i].data)
+		due[i] = arrival{}
+	}
+	t.scratch = due[:0]
+	n.mu.Unlock()
+	return len(due), nil
+}
+
+// Wait blocks until the next datagram is due, deadline passes or Wake.
+func (t *Transport) Wait(deadline time.Time) error {
+	n := t.net
+	n.mu.Lock()
+	if t.closed {
+		n.mu.Unlock()
+		return transport.ErrClosed
+	}
+	next := time.Duration(simnet.Never)
+	if t.inbox.len() > 0 {
+		next = time.Duration(t.inbox.h[0].at - n.now())
+	}
+	n.mu.Unlock()
+	if !deadline.IsZero() {
+		next = min(next, time.Until(deadline))
+	}
+	if next <= 0 {
+		return nil
+	}
+	if next < time.Duration(simnet.Never) {
+		t.timer.Reset(next)
+		defer t.timer.Stop()
+	}
+	select {
+	case <-t.notify:
+	case <-t.timer.C:
+	}
+	if t.isClosed() {
+		return transport.ErrClosed
+	}
+	return nil
+}
+
+func (t *Transport) isClosed() bool {
+	t.net.mu.Lock()
+	defer t.net.mu.Unlock()
+	return t.closed
+}
+
+// Wake ends a current or next Wait.
+func (t *Transport) Wake() {
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Close detaches the transport from the network.
+func (t *Transport) Close() error {
+	n := t.net
+	n.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		delete(n.hosts, t.addr)
+		if t.name != "" && n.names[t.name] == t.addr {
+			delete(n.names, t.name)
+		}
+		t.inbox = arrivalHeap{}
+	}
+	n.mu.Unlock()
+	t.Wake()
+	return nil
+}
+
+// arrivalHeap orders queued datagrams by arrival time, then by queue order.
+type arrivalHeap struct{ h []arrival }
+
+func (q *arrivalHeap) len() int { return len(q.h) }
+
+func (q *arrivalHeap) less(i, j int) bool {
+	return q.h[i].at < q.h[j].at || (q.h[i].at == q.h[j].at && q.h[i].seq < q.h[j].seq)
+}
+
+func (q *arrivalHeap) push(a arrival) {
+	q.h = append(q.h, a)
+	for i := len(q.h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q.h[i], q.h[p] = q.h[p], q.h[i]
+		i = p
+	}
+}
+
+func (q *arrivalHeap) pop() arrival {
+	a := q.h[0]
+	last := len(q.h) - 1
+	q.h[0] = q.h[last]
+	q.h[last] = arrival{}
+	q.h = q.h[:last]
+	for i := 0; ; {
+		l, j := 2*i+1, i
+		if l < len(q.h) && q.less(l, j) {
+			j = l
+		}
+		if r := l + 1; r < len(q.h) && q.less(r, j) {
+			j = r
+		}
+		if j == i {
+			break
+		}
+		q.h[i], q.h[j] = q.h[j], q.h[i]
+		i = j
+	}
+	return a
+}

@@ -1,0 +1,73 @@
+// Package transport defines how an erpc-go endpoint moves datagrams, and
+// holds the transports: udp (the default), memnet (an in-process simulated
+// network for tests and demos, like gRPC's bufconn) and shm (same host).
+//
+// The interface is batch-first and built for one event loop: the loop asks
+// for everything that has arrived (Receive), hands over everything it wants
+// sent (Send), and sleeps in Wait only when it has nothing to do. Any other
+// goroutine may interrupt that sleep with Wake, which is how calls made from
+// user goroutines reach the loop without a second goroutine per endpoint.
+// transporttest holds the conformance suite every transport passes.
+package transport
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Transport moves datagrams for one endpoint. Receive, Send and Wait are
+// called from the endpoint's event loop only; Wake and Close may be called
+// from any goroutine.
+type Transport interface {
+	// Receive passes every datagram that has already arrived to fn, without
+	// blocking, and returns how many it passed. data is valid only until fn
+	// returns.
+	Receive(fn func(from netip.AddrPort, data []byte)) (int, error)
+
+	// Send sends the datagrams in order. Each is Head followed by Payload;
+	// the bytes are copied before Send returns, so the caller may reuse the
+	// buffers at once. A datagram the network would drop (no route, a full
+	// buffer) is dropped silently, like the network would. A datagram over
+	// MaxDatagram is not sent: Send sends the others and returns
+	// ErrTooLarge. Any other error means the transport is unusable.
+	Send(msgs []Message) error
+
+	// Wait blocks until a datagram may have arrived, until deadline passes
+	// (the zero Time means no deadline), or until Wake is called. It may
+	// return early; the caller then simply tries Receive again. A Wake that
+	// happens before Wait is entered makes Wait return at once.
+	Wait(deadline time.Time) error
+
+	// Wake makes a current or next Wait return.
+	Wake()
+
+	// LocalAddr is the address peers send to.
+	LocalAddr() netip.AddrPort
+
+	// MaxDatagram is the largest datagram the transport carries.
+	MaxDatagram() int
+
+	// Close releases the transport. A Wait in progress returns ErrClosed.
+	Close() error
+}
+
+// Message is one datagram to send: Head followed by Payload (which may be
+// nil). Keeping them apart lets a transport gather them without copying
+// (sendmmsg iovecs) and lets the engine point Payload into a message buffer.
+type Message struct {
+	To      netip.AddrPort
+	Head    []byte
+	Payload []byte
+}
+
+// Len is the datagram's size.
+func (m *Message) Len() int { return len(m.Head) + len(m.Payload) }
+
+// ErrClosed is returned by a closed transport. It is net.ErrClosed, so
+// errors.Is(err, net.ErrClosed) holds as with sockets.
+var ErrClosed = net.ErrClosed
+
+// ErrTooLarge is returned by Send for a datagram over MaxDatagram.
+var ErrTooLarge = errors.New("transport: datagram larger than MaxDatagram")
