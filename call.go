@@ -16,7 +16,7 @@ type call struct {
 	resp   []byte
 	sid    proto.SessionID
 	engID  proto.CallID
-	done   chan struct{}                  // signaled once, for blocking calls
+	done   chan struct{}                // signaled once, for blocking calls
 	cont   func(resp []byte, err error) // for async calls, run on the loop
 	err    error
 }
