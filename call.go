@@ -2,6 +2,7 @@ package erpc
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/erpc-go/erpc/internal/proto"
@@ -19,6 +20,7 @@ type call struct {
 	done   chan struct{}                // signaled once, for blocking calls
 	cont   func(resp []byte, err error) // for async calls, run on the loop
 	err    error
+	resent bool // sent again after its first session ended before it ran
 }
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
@@ -98,9 +100,16 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 }
 
 // completeCall settles the call an engine completion names.
-func (ep *Endpoint) completeCall(ev proto.Event) {
+func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	c := ev.Tag.(*call)
 	switch {
+	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load():
+		// The session ended (say, the server restarted) before the request
+		// reached a live server: it never ran, so sending it again on a new
+		// session keeps at-most-once. Once only, so a dead server fails it.
+		c.resent = true
+		c.sess.detach(c.sid, ev.Err)
+		ep.startCall(now, c)
 	case ev.Err != nil:
 		ep.finishOnLoop(c, nil, engineError(ev.Err))
 	case ev.Status != 0: // the handler answered with an error

@@ -96,7 +96,8 @@ func (ep *Endpoint) register(method string, fn func(*Request), opts []HandlerOpt
 // Data and its Context belong to the endpoint again and must not be used.
 type Request struct {
 	ep       *Endpoint
-	h        proto.ReqHandle
+	h        proto.ReqHandle // touched on the loop only
+	data     []byte          // captured on the loop, so workers never read engine state
 	handler  *handler
 	ctx      reqCtx
 	inline   bool // running on the loop: ResponseBuffer may use slot memory
@@ -106,7 +107,7 @@ type Request struct {
 }
 
 // Data is the request message, valid until the request is answered.
-func (r *Request) Data() []byte { return r.h.Data() }
+func (r *Request) Data() []byte { return r.data }
 
 // Method is the name the handler was registered under.
 func (r *Request) Method() string { return r.handler.name }
@@ -206,6 +207,7 @@ func (ep *Endpoint) getRequest(h proto.ReqHandle) *Request {
 		r = &Request{ep: ep}
 	}
 	r.h = h
+	r.data = h.Data()
 	r.handler = ep.handlers.Load().lookup(h.Type())
 	r.ctx.reset()
 	r.answered.Store(false)
@@ -214,6 +216,6 @@ func (ep *Endpoint) getRequest(h proto.ReqHandle) *Request {
 }
 
 func (ep *Endpoint) putRequest(r *Request) {
-	r.h, r.handler, r.resp, r.status = proto.ReqHandle{}, nil, nil, 0
+	r.h, r.data, r.handler, r.resp, r.status = proto.ReqHandle{}, nil, nil, nil, 0
 	ep.loop.reqPool = append(ep.loop.reqPool, r)
 }

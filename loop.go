@@ -129,7 +129,7 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 		any = true
 		switch ev.Type {
 		case proto.EventResponse:
-			ep.completeCall(ev)
+			ep.completeCall(now, ev)
 		case proto.EventRequest:
 			ep.serve(now, ev.Req)
 		case proto.EventRequestCanceled:

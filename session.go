@@ -171,6 +171,16 @@ func (s *Session) onDown(now proto.Time, err error) {
 	})
 }
 
+// detach forgets engine session sid, which has ended (its down event is
+// still queued), so the next call reconnects at once.
+func (s *Session) detach(sid proto.SessionID, err error) {
+	if s.live && s.sid == sid {
+		delete(s.ep.loop.sessions, sid)
+		s.live = false
+		s.lastErr = err
+	}
+}
+
 // closeOnLoop closes the engine session; its calls fail.
 func (s *Session) closeOnLoop(now proto.Time) {
 	if s.live {

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"fmt"
 	"net/netip"
 
 	"github.com/erpc-go/erpc/internal/wire"
@@ -50,6 +51,7 @@ type clientSlot struct {
 
 	lastProgress Time // last reply for this slot (probe timer base)
 	cancelAt     Time // last cancel sent
+	unexecuted   bool // its only transmission was answered by a reset
 }
 
 // waiting reports whether the slot has its whole request acknowledged and
@@ -300,15 +302,22 @@ func (e *Engine) CloseAll(now Time) {
 func (e *Engine) endSession(now Time, s *session, err error) {
 	if s.c != nil {
 		cs := s.c
+		notRun := fmt.Errorf("%w: %w", ErrNotExecuted, err)
 		for i := range cs.slots {
-			if cs.slots[i].state == cslotActive {
+			sl := &cs.slots[i]
+			if sl.state != cslotActive {
+				continue
+			}
+			if sl.unexecuted || !sl.sent {
+				e.completeSlot(s, i, nil, 0, notRun)
+			} else {
 				e.completeSlot(s, i, nil, 0, err)
 			}
 		}
 		for cs.backlog.n > 0 {
 			c := cs.backlog.pop()
 			cs.pending--
-			e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: c.id, Tag: c.tag, Err: err})
+			e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: c.id, Tag: c.tag, Err: notRun})
 		}
 	} else {
 		e.endServerSession(now, s)
@@ -344,6 +353,7 @@ func (e *Engine) releaseSlot(s *session, i int) {
 		sl.sent = false
 	}
 	sl.state = cslotFree
+	sl.unexecuted = false
 	sl.reqAcked.shrink(16)
 	sl.respGot.shrink(16)
 }

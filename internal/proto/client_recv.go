@@ -248,5 +248,15 @@ func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
 		e.stats.DropUnknownSession++
 		return
 	}
+	// The packet this reset answers reached a server that does not know the
+	// session. If it was its call's only transmission, that call never ran
+	// anywhere.
+	if j := s.c.flight.find(h.TxSeq); j >= 0 {
+		r := s.c.flight.recs[j]
+		sl := &s.c.slots[r.slot]
+		if r.kind == kindReq && r.retx == 0 && sl.reqPkts == 1 && sl.nflight == 1 && sl.reqNum == h.ReqNum {
+			sl.unexecuted = true
+		}
+	}
 	e.endSession(now, s, ErrSessionReset)
 }
