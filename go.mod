@@ -1,5 +1,8 @@
 module github.com/erpc-go/erpc
 
-go 1.26
+go 1.26.0
 
-require google.golang.org/protobuf v1.36.12 // indirect
+require (
+	golang.org/x/sys v0.49.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
+)

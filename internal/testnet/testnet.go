@@ -1,0 +1,151 @@
+//go:build linux
+
+// Package testnet builds small test networks out of Linux network
+// namespaces: two hosts joined by a veth pair, with random loss injected by
+// nftables (numgen), all torn down when the test ends. It needs root and
+// the ip and nft tools; tests skip with a message where they are missing.
+//
+// Sockets belong to the namespace of the thread that opens them, so In runs
+// a function with its thread switched into a host's namespace: an endpoint
+// opened there sends and receives over the veth, whatever thread its event
+// loop runs on later.
+package testnet
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// Pair is two namespaces, A and B, joined by a veth link.
+type Pair struct {
+	A, B         string     // namespace names
+	AddrA, AddrB netip.Addr // their addresses on the link
+}
+
+var seq atomic.Int32
+
+// NewPair creates the pair, or skips the test if it cannot.
+func NewPair(t *testing.T) *Pair {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("testnet: needs root to create network namespaces")
+	}
+	for _, tool := range []string{"ip", "nft"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("testnet: %s not installed (apt-get install iproute2 nftables)", tool)
+		}
+	}
+	n := seq.Add(1)
+	id := fmt.Sprintf("e%d-%d", os.Getpid()%100000, n) // interface names: at most 15 bytes
+	subnet := 200 + int(n)%50
+	p := &Pair{
+		A: id + "a", B: id + "b",
+		AddrA: netip.AddrFrom4([4]byte{10, 213, byte(subnet), 1}),
+		AddrB: netip.AddrFrom4([4]byte{10, 213, byte(subnet), 2}),
+	}
+	t.Cleanup(func() {
+		run(t, "ip", "netns", "del", p.A)
+		run(t, "ip", "netns", "del", p.B)
+	})
+	// As root with the tools installed, a setup failure is a real failure,
+	// not a reason to skip.
+	must := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("testnet: %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	must("ip", "netns", "add", p.A)
+	must("ip", "netns", "add", p.B)
+	must("ip", "link", "add", "veth-"+id, "netns", p.A, "type", "veth", "peer", "name", "veth-"+id, "netns", p.B)
+	for _, h := range []struct {
+		ns   string
+		addr netip.Addr
+	}{{p.A, p.AddrA}, {p.B, p.AddrB}} {
+		must("ip", "-n", h.ns, "addr", "add", h.addr.String()+"/24", "dev", "veth-"+id)
+		must("ip", "-n", h.ns, "link", "set", "veth-"+id, "up")
+		must("ip", "-n", h.ns, "link", "set", "lo", "up")
+	}
+	return p
+}
+
+func run(t *testing.T, args ...string) {
+	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+		t.Logf("testnet: %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+}
+
+// Loss makes namespace ns drop the given fraction of the UDP datagrams it
+// receives, at random (nftables numgen), and counts the drops.
+func (p *Pair) Loss(t *testing.T, ns string, fraction float64) {
+	t.Helper()
+	perMillion := int(fraction * 1e6)
+	rules := fmt.Sprintf(`table inet erpcloss {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		meta l4proto udp numgen random mod 1000000 < %d counter drop
+	}
+}`, perMillion)
+	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("testnet: nft in %s: %v: %s", ns, err, out)
+	}
+}
+
+var countRE = regexp.MustCompile(`counter packets (\d+)`)
+
+// Dropped is how many datagrams the loss rule of ns has dropped.
+func (p *Pair) Dropped(t *testing.T, ns string) int {
+	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "inet", "erpcloss").CombinedOutput()
+	if err != nil {
+		t.Fatalf("testnet: nft list: %v: %s", err, out)
+	}
+	m := countRE.FindSubmatch(out)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(string(m[1]))
+	return n
+}
+
+// In runs fn with the calling thread in namespace ns.
+func In(ns string, fn func() error) error {
+	runtime.LockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer self.Close()
+	target, err := os.Open("/var/run/netns/" + ns)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return err
+	}
+	defer target.Close()
+	if err := setns(target.Fd()); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("testnet: setns %s: %w", ns, err)
+	}
+	ferr := fn()
+	if err := setns(self.Fd()); err != nil {
+		// The thread is stuck in ns: leave it locked so the runtime
+		// discards it when this goroutine exits.
+		return fmt.Errorf("testnet: returning from %s: %w", ns, err)
+	}
+	runtime.UnlockOSThread()
+	return ferr
+}
+
+func setns(fd uintptr) error { return unix.Setns(int(fd), unix.CLONE_NEWNET) }
