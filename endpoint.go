@@ -14,6 +14,7 @@ import (
 	"github.com/erpc-go/erpc/internal/proto"
 	"github.com/erpc-go/erpc/transport"
 	"github.com/erpc-go/erpc/transport/memnet"
+	"github.com/erpc-go/erpc/transport/shm"
 	"github.com/erpc-go/erpc/transport/udp"
 )
 
@@ -50,9 +51,11 @@ const (
 )
 
 // Listen opens an endpoint on addr and starts its event loop. addr is
-// "host:port" or "udp://host:port" for UDP (port 0 picks one), or
-// "mem://name" for the process-wide in-memory network (memnet.Default).
-// WithTransport supplies any other transport.
+// "host:port" or "udp://host:port" for UDP (port 0 picks one),
+// "mem://name" for the process-wide in-memory network (memnet.Default), or
+// "shm:///path/to/socket" for shared memory between processes of one host
+// ("shm://" for a client-only endpoint). WithTransport supplies any other
+// transport.
 func Listen(addr string, opt ...Option) (*Endpoint, error) {
 	o := defaultOptions()
 	for _, f := range opt {
@@ -79,8 +82,10 @@ func openTransport(addr string, o *options) (transport.Transport, error) {
 		return udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf})
 	case "mem":
 		return memnet.Default().Listen(rest)
+	case "shm":
+		return shm.Listen(rest, shm.Options{})
 	}
-	return nil, fmt.Errorf("erpc: unknown transport %q in address %q (want udp:// or mem://)", scheme, addr)
+	return nil, fmt.Errorf("erpc: unknown transport %q in address %q (want udp://, mem:// or shm://)", scheme, addr)
 }
 
 func newEndpoint(tr transport.Transport, o options) *Endpoint {

@@ -13,6 +13,7 @@ type loopState struct {
 	sessions   map[proto.SessionID]*Session // client sessions by engine ID
 	reqPool    []*Request
 	msgs       []transport.Message
+	gone       []netip.AddrPort
 	now        proto.Time
 	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
 	stopped    bool
@@ -41,6 +42,7 @@ func (ep *Endpoint) run() {
 			ep.closeErr = err
 			ep.loop.stopped = true
 		}
+		ep.checkPeers(now)
 		ep.eng.Tick(now)
 		worked := ep.process(now) || n > 0
 		ep.flush(now)
@@ -60,6 +62,18 @@ func (ep *Endpoint) run() {
 		}
 		ep.sleep()
 		idleSince = ep.now()
+	}
+}
+
+// checkPeers ends the sessions of peers the transport saw go away.
+func (ep *Endpoint) checkPeers(now proto.Time) {
+	w, ok := ep.tr.(transport.PeerWatcher)
+	if !ok {
+		return
+	}
+	ep.loop.gone = w.GonePeers(ep.loop.gone[:0])
+	for _, a := range ep.loop.gone {
+		ep.eng.PeerGone(now, a)
 	}
 }
 

@@ -53,6 +53,17 @@ type Transport interface {
 	Close() error
 }
 
+// PeerWatcher is implemented by transports that learn at once when a peer
+// is gone, such as shm, which sees the peer's connection close when its
+// process dies. The endpoint then fails that peer's sessions without waiting
+// for the failure timeout.
+type PeerWatcher interface {
+	// GonePeers appends to dst the peers found gone since the last call. It
+	// is called by the event loop after each Receive, so it must be cheap
+	// when nothing happened.
+	GonePeers(dst []netip.AddrPort) []netip.AddrPort
+}
+
 // Message is one datagram to send: Head followed by Payload (which may be
 // nil). Keeping them apart lets a transport gather them without copying
 // (sendmmsg iovecs) and lets the engine point Payload into a message buffer.

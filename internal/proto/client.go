@@ -297,6 +297,17 @@ func (e *Engine) CloseAll(now Time) {
 	}
 }
 
+// PeerGone ends every session with the peer at addr, client or server,
+// with ErrPeerGone: the transport saw the peer's connection close (a
+// crashed process), so there is no point waiting for the failure timeout.
+func (e *Engine) PeerGone(now Time, addr netip.AddrPort) {
+	for _, s := range e.sessions {
+		if s != nil && s.peer == addr {
+			e.endSession(now, s, ErrPeerGone)
+		}
+	}
+}
+
 // endSession fails everything a session has pending with err, reports it
 // down and frees it.
 func (e *Engine) endSession(now Time, s *session, err error) {

@@ -28,6 +28,7 @@ var (
 	ErrNoSession      = errors.New("erpc: no such session (closed or failed)")
 	ErrSessionClosed  = errors.New("erpc: session closed")
 	ErrPeerTimeout    = errors.New("erpc: peer unreachable: no answer within the failure timeout")
+	ErrPeerGone       = errors.New("erpc: peer gone: its connection closed")
 	ErrSessionReset   = errors.New("erpc: session reset by peer (peer restarted or forgot the session)")
 	ErrConnectTimeout = errors.New("erpc: connect timed out")
 	ErrTooMany        = errors.New("erpc: server refused the session: too many sessions")
