@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/wire"
 	"github.com/erpc-go/erpc/transport"
 	"github.com/erpc-go/erpc/transport/memnet"
 	"github.com/erpc-go/erpc/transport/shm"
@@ -90,10 +91,14 @@ func openTransport(addr string, o *options) (transport.Transport, error) {
 
 func newEndpoint(tr transport.Transport, o options) *Endpoint {
 	cfg := o.engine
-	cfg.MaxPacketSize = min(max(cfg.MaxPacketSize, 0), tr.MaxDatagram())
-	if cfg.MaxPacketSize == 0 {
-		cfg.MaxPacketSize = min(1472, tr.MaxDatagram())
+	if cfg.MaxPacketSize <= 0 {
+		cfg.MaxPacketSize = 1472
+		if ps, ok := tr.(transport.PacketSizer); ok {
+			cfg.MaxPacketSize = ps.PacketSize()
+		}
 	}
+	// The wire format carries at most 64 KiB of data per packet.
+	cfg.MaxPacketSize = min(cfg.MaxPacketSize, tr.MaxDatagram(), wire.HeaderLen+0xFFFF)
 	ep := &Endpoint{
 		opts:     o,
 		tr:       tr,

@@ -64,6 +64,14 @@ type PeerWatcher interface {
 	GonePeers(dst []netip.AddrPort) []netip.AddrPort
 }
 
+// PacketSizer is implemented by transports that prefer a datagram size of
+// their own: a network transport wants datagrams that fit the path MTU, a
+// shared-memory one wants large ones. Without it, endpoints use 1472 bytes,
+// which fits a 1500-byte Ethernet MTU.
+type PacketSizer interface {
+	PacketSize() int
+}
+
 // Message is one datagram to send: Head followed by Payload (which may be
 // nil). Keeping them apart lets a transport gather them without copying
 // (sendmmsg iovecs) and lets the engine point Payload into a message buffer.
