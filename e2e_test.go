@@ -520,3 +520,31 @@ func TestPackageDial(t *testing.T) {
 		t.Fatal("dialed an unknown scheme")
 	}
 }
+
+// TestInjectedLoss: both endpoints drop 10 % of what they send; calls of
+// every size still complete, exactly once.
+func TestInjectedLoss(t *testing.T) {
+	checkLeaks(t)
+	n := udpNet{}
+	srv := n.Listen(t, erpc.WithPacketLoss(0.1))
+	var runs atomic.Int64
+	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) {
+		runs.Add(1)
+		return bytes.Clone(req), nil
+	})
+	cli := n.Listen(t, erpc.WithPacketLoss(0.1))
+	s := dialT(t, n, cli, srv)
+	for i, size := range []int{0, 32, 2000, 50000, 1 << 20} {
+		req := bytes.Repeat([]byte{byte(i + 1)}, size)
+		resp, err := call(t, s, "Echo", req)
+		if err != nil || !bytes.Equal(resp, req) {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+	}
+	if runs.Load() != 5 {
+		t.Fatalf("handlers ran %d times for 5 calls", runs.Load())
+	}
+	if st := cli.Stats(); st.Retransmits == 0 {
+		t.Fatal("no retransmission: no loss was injected")
+	}
+}

@@ -70,6 +70,9 @@ func Listen(addr string, opt ...Option) (*Endpoint, error) {
 			return nil, err
 		}
 	}
+	if o.loss > 0 {
+		tr = transport.Lossy(tr, o.loss, uint64(time.Now().UnixNano()))
+	}
 	return newEndpoint(tr, o), nil
 }
 

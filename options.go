@@ -14,6 +14,7 @@ type Option func(*options)
 
 type options struct {
 	logger    *slog.Logger
+	loss      float64
 	transport transport.Transport
 	busyPoll  bool
 	spin      time.Duration
@@ -105,3 +106,8 @@ func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxH
 
 // WithSocketBuffer sets the UDP socket buffers (default 8 MiB).
 func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } }
+
+// WithPacketLoss makes the endpoint drop each datagram it sends with
+// probability p, for tests and benchmarks of loss recovery on networks that
+// never drop (eRPC's fault injection). Never use it in production.
+func WithPacketLoss(p float64) Option { return func(o *options) { o.loss = p } }

@@ -256,3 +256,13 @@ func TestClientTable_MalformedResponse(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestClientTable_PeerGone(t *testing.T) {
+	tc := newTClient(t, Config{})
+	id := tc.call("send", []byte("x"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.e.PeerGone(tc.now, serverAddr)
+	checkOut(t, "nothing is sent to a dead peer", tc.flush(), nil)
+	if ev := tc.done[id]; !errors.Is(ev.Err, ErrPeerGone) {
+		t.Fatalf("call on a gone peer: %+v", ev)
+	}
+}

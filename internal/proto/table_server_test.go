@@ -278,3 +278,16 @@ func TestServerTable_PingDisconnect(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+func TestServerTable_PeerGone(t *testing.T) {
+	ts := newTServer(t, Config{})
+	ts.step("request", ts.req(0, 5, 0, 1), []out{{Type: wire.TypeCR, Flags: wire.FlagPending, Seq: 1}}, "request")
+	ts.e.PeerGone(ts.now, addr("10.9.9.9:1"))
+	checkEvents(t, "another peer gone", func() []string { n, _ := drainEvents(ts.e); return n }())
+	ts.e.PeerGone(ts.now, clientAddr)
+	n, _ := drainEvents(ts.e)
+	checkEvents(t, "the client's process died", n, "request-canceled", "session-down")
+	if st := ts.e.Stats(); st.ServerSessions != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
