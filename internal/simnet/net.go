@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"time"
+
+	"github.com/erpc-go/erpc/internal/heapq"
 )
 
 // Never is returned by Next when nothing is in flight.
@@ -54,7 +56,7 @@ type Net struct {
 	rng   *rand.Rand
 	def   LinkConfig
 	links map[linkKey]*link
-	q     dgramHeap
+	q     heapq.Heap[Datagram] // in flight, by arrival then send order
 	seq   uint64
 	free  [][]byte
 	stats Stats
@@ -65,7 +67,9 @@ type Net struct {
 func New(seed uint64, def LinkConfig) *Net {
 	var s [32]byte
 	binary.LittleEndian.PutUint64(s[:], seed)
-	return &Net{rng: rand.New(rand.NewChaCha8(s)), def: def, links: make(map[linkKey]*link)}
+	n := &Net{rng: rand.New(rand.NewChaCha8(s)), def: def, links: make(map[linkKey]*link)}
+	n.q.Less = datagramBefore
+	return n
 }
 
 // SetLink configures the direction from -> to.
@@ -166,74 +170,33 @@ func (n *Net) push(from, to netip.AddrPort, at int64, size int, parts [][]byte) 
 		buf = append(buf, p...)
 	}
 	n.seq++
-	n.q.push(Datagram{From: from, To: to, Data: buf, At: at, seq: n.seq})
+	n.q.Push(Datagram{From: from, To: to, Data: buf, At: at, seq: n.seq})
 }
 
 // Next is the arrival time of the earliest datagram in flight, or Never.
 func (n *Net) Next() int64 {
-	if n.q.len() == 0 {
+	if n.q.Len() == 0 {
 		return Never
 	}
-	return n.q.h[0].At
+	return n.q.Peek().At
 }
 
 // Pop returns the earliest datagram that has arrived by now. Its Data
 // belongs to the caller until it calls Release.
 func (n *Net) Pop(now int64) (Datagram, bool) {
-	if n.q.len() == 0 || n.q.h[0].At > now {
+	if n.q.Len() == 0 || n.q.Peek().At > now {
 		return Datagram{}, false
 	}
 	n.stats.Delivered++
-	return n.q.pop(), true
+	return n.q.Pop(), true
 }
 
 // Release gives a delivered datagram's buffer back for reuse.
 func (n *Net) Release(d Datagram) { n.free = append(n.free, d.Data) }
 
 // InFlight is the number of datagrams not yet delivered.
-func (n *Net) InFlight() int { return n.q.len() }
+func (n *Net) InFlight() int { return n.q.Len() }
 
-// dgramHeap orders datagrams by arrival, then by send order.
-type dgramHeap struct{ h []Datagram }
-
-func (q *dgramHeap) len() int { return len(q.h) }
-
-func (q *dgramHeap) less(i, j int) bool {
-	a, b := &q.h[i], &q.h[j]
+func datagramBefore(a, b *Datagram) bool {
 	return a.At < b.At || (a.At == b.At && a.seq < b.seq)
-}
-
-func (q *dgramHeap) push(d Datagram) {
-	q.h = append(q.h, d)
-	for i := len(q.h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
-		i = p
-	}
-}
-
-func (q *dgramHeap) pop() Datagram {
-	d := q.h[0]
-	last := len(q.h) - 1
-	q.h[0] = q.h[last]
-	q.h[last] = Datagram{}
-	q.h = q.h[:last]
-	for i := 0; ; {
-		l, j := 2*i+1, i
-		if l < len(q.h) && q.less(l, j) {
-			j = l
-		}
-		if r := l + 1; r < len(q.h) && q.less(r, j) {
-			j = r
-		}
-		if j == i {
-			break
-		}
-		q.h[i], q.h[j] = q.h[j], q.h[i]
-		i = j
-	}
-	return d
 }

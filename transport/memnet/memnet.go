@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/erpc-go/erpc/internal/heapq"
 	"github.com/erpc-go/erpc/internal/simnet"
 	"github.com/erpc-go/erpc/transport"
 )
@@ -96,6 +97,7 @@ func (n *Network) Listen(name string) (*Transport, error) {
 		return nil, fmt.Errorf("memnet: address %v is in use", addr)
 	}
 	t := &Transport{net: n, addr: addr, name: name, notify: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	t.inbox.Less = arrivesBefore
 	t.timer.Stop()
 	n.hosts[addr] = t
 	return t, nil
@@ -141,7 +143,7 @@ type Transport struct {
 	timer  *time.Timer   // owned by the Wait caller
 
 	// Guarded by net.mu.
-	inbox   arrivalHeap
+	inbox   heapq.Heap[arrival] // by arrival time, then queue order
 	seq     uint64
 	closed  bool
 	scratch []arrival
@@ -195,7 +197,7 @@ func (t *Transport) queue(from netip.AddrPort, at int64, head, payload []byte) {
 	}
 	buf = append(append(buf, head...), payload...)
 	t.seq++
-	t.inbox.push(arrival{from: from, at: at, seq: t.seq, data: buf})
+	t.inbox.Push(arrival{from: from, at: at, seq: t.seq, data: buf})
 	select {
 	case t.notify <- struct{}{}:
 	default:
@@ -212,8 +214,8 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 	}
 	now := n.now()
 	due := t.scratch[:0]
-	for t.inbox.len() > 0 && t.inbox.h[0].at <= now {
-		due = append(due, t.inbox.pop())
+	for t.inbox.Len() > 0 && t.inbox.Peek().at <= now {
+		due = append(due, t.inbox.Pop())
 	}
 	n.mu.Unlock()
 	for _, a := range due {
@@ -238,8 +240,8 @@ func (t *Transport) Wait(deadline time.Time) error {
 		return transport.ErrClosed
 	}
 	next := time.Duration(simnet.Never)
-	if t.inbox.len() > 0 {
-		next = time.Duration(t.inbox.h[0].at - n.now())
+	if t.inbox.Len() > 0 {
+		next = time.Duration(t.inbox.Peek().at - n.now())
 	}
 	n.mu.Unlock()
 	if !deadline.IsZero() {
@@ -286,53 +288,13 @@ func (t *Transport) Close() error {
 		if t.name != "" && n.names[t.name] == t.addr {
 			delete(n.names, t.name)
 		}
-		t.inbox = arrivalHeap{}
+		t.inbox.Clear()
 	}
 	n.mu.Unlock()
 	t.Wake()
 	return nil
 }
 
-// arrivalHeap orders queued datagrams by arrival time, then by queue order.
-type arrivalHeap struct{ h []arrival }
-
-func (q *arrivalHeap) len() int { return len(q.h) }
-
-func (q *arrivalHeap) less(i, j int) bool {
-	return q.h[i].at < q.h[j].at || (q.h[i].at == q.h[j].at && q.h[i].seq < q.h[j].seq)
-}
-
-func (q *arrivalHeap) push(a arrival) {
-	q.h = append(q.h, a)
-	for i := len(q.h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !q.less(i, p) {
-			break
-		}
-		q.h[i], q.h[p] = q.h[p], q.h[i]
-		i = p
-	}
-}
-
-func (q *arrivalHeap) pop() arrival {
-	a := q.h[0]
-	last := len(q.h) - 1
-	q.h[0] = q.h[last]
-	q.h[last] = arrival{}
-	q.h = q.h[:last]
-	for i := 0; ; {
-		l, j := 2*i+1, i
-		if l < len(q.h) && q.less(l, j) {
-			j = l
-		}
-		if r := l + 1; r < len(q.h) && q.less(r, j) {
-			j = r
-		}
-		if j == i {
-			break
-		}
-		q.h[i], q.h[j] = q.h[j], q.h[i]
-		i = j
-	}
-	return a
+func arrivesBefore(a, b *arrival) bool {
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
 }
