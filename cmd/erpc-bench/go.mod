@@ -1,0 +1,7 @@
+module github.com/erpc-go/erpc/cmd/erpc-bench
+
+go 1.26.0
+
+require github.com/erpc-go/erpc v0.0.0
+
+replace github.com/erpc-go/erpc => ../..

@@ -1,0 +1,2 @@
+// Package raft is a hashicorp/raft Transport over erpc-go.
+package raft
