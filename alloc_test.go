@@ -2,9 +2,11 @@ package erpc_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/transport/rpctest"
 )
 
 // rawEcho serves "Echo" the zero-allocation way: in place, into the slot's
@@ -20,9 +22,19 @@ func rawEcho(t testing.TB, srv *erpc.Endpoint) {
 }
 
 // TestCallAllocs counts heap allocations per 32-byte call on the raw-bytes
-// path, client and server together (both in this process), over memnet.
+// path, client and server together (both in this process), over memnet and
+// over real UDP sockets (on Linux, the recvmmsg/sendmmsg path).
 func TestCallAllocs(t *testing.T) {
-	n := newMemNet()
+	t.Run("memnet", func(t *testing.T) { testCallAllocs(t, newMemNet()) })
+	t.Run("udp", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("the portable UDP path allocates per datagram; the zero-allocation path is Linux's")
+		}
+		testCallAllocs(t, udpNet{})
+	})
+}
+
+func testCallAllocs(t *testing.T, n rpctest.Net) {
 	srv := n.Listen(t)
 	rawEcho(t, srv)
 	s := dialT(t, n, n.Listen(t), srv)
@@ -37,7 +49,7 @@ func TestCallAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	t.Logf("%.3f allocations per call (client + server + memnet)", allocs)
+	t.Logf("%.3f allocations per call (client + server + transport)", allocs)
 	if allocs > 0.05 {
 		t.Fatalf("%.3f allocations per call, want 0", allocs)
 	}

@@ -17,6 +17,8 @@ for mod in $(find . -name go.mod -not -path '*/testdata/*' -printf '%h\n' | sort
   echo "== $mod: vet, race"
   (cd "$mod" && go vet ./... && ERPC_SIM_SEEDS=${ERPC_RACE_SIM_SEEDS:-100} go test -race -count=1 ./... "$@") || status=1
 done
+echo "== udp: the portable fallback (what darwin and windows run), on this machine"
+go test -race -count=1 -tags erpc_portable ./transport/udp "$@" || status=1
 echo "== protocol property tests, ${ERPC_SIM_SEEDS:-1000} seeds each"
 go test -count=1 -run '^TestSim' ./internal/proto "$@" || status=1
 exit $status

@@ -1,3 +1,5 @@
+//go:build !linux || erpc_portable
+
 package udp
 
 import (

@@ -1,0 +1,334 @@
+//go:build linux && !erpc_portable
+
+package udp
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/erpc-go/erpc/transport"
+)
+
+// Transport is a UDP socket driven with recvmmsg and sendmmsg on the
+// socket's file descriptor (through RawConn.Control, so a concurrent Close
+// cannot hand the descriptor to someone else mid-call). Trains of equal-sized
+// datagrams to one peer go out as one GSO send, and the receive side asks for
+// GRO, so a multi-packet message crosses the kernel as a few large buffers
+// instead of one small one per packet.
+//
+// Waiting uses the Go netpoller: Wait parks in RawConn.Read until the socket
+// is readable; Wake interrupts it by moving the read deadline into the past
+// after raising a flag that Wait checks, so a wake-up is never lost.
+type Transport struct {
+	conn  *net.UDPConn
+	rc    syscall.RawConn
+	local netip.AddrPort
+	v6    bool // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
+
+	woken  atomic.Bool
+	closed atomic.Bool
+
+	// Owned by the event loop (Receive, Send, Wait).
+	rx       rxBatch
+	tx       txBatch
+	gso      bool // UDP_SEGMENT works; cleared when the kernel refuses it
+	rxN      int
+	rxErr    syscall.Errno
+	txEnd    int // entries in tx to send
+	txDone   int
+	txGSOErr bool
+	peek     [1]byte
+	recvFn   func(fd uintptr)
+	sendFn   func(fd uintptr)
+	readyFn  func(fd uintptr) bool
+}
+
+func (t *Transport) init() error {
+	rc, err := t.conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	t.rc = rc
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		sa, err := unix.Getsockname(int(fd))
+		if err != nil {
+			serr = err
+			return
+		}
+		_, t.v6 = sa.(*unix.SockaddrInet6)
+		// Both are best effort: without them the kernel simply handles
+		// one datagram at a time.
+		t.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
+	}); err != nil {
+		return err
+	}
+	if serr != nil {
+		return serr
+	}
+	t.rx = newRxBatch()
+	t.tx = newTxBatch()
+	t.recvFn = t.recvBatch
+	t.sendFn = t.sendBatch
+	t.readyFn = t.readable
+	return nil
+}
+
+// setBuffers asks for size-byte socket buffers, past the sysctl limits when
+// the process may (root), since a burst of sessions overflows the default.
+func setBuffers(conn *net.UDPConn, size int) {
+	rc, err := conn.SyscallConn()
+	if err == nil {
+		rc.Control(func(fd uintptr) {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, size) != nil {
+				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, size)
+			}
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, size) != nil {
+				_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, size)
+			}
+		})
+	}
+}
+
+// Receive reads batches until the socket is empty (bounded, so a flood
+// cannot starve the loop's timers and sends) and passes each datagram to fn,
+// cutting GRO trains back into datagrams.
+func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
+	total := 0
+	for range 4 {
+		if err := t.rc.Control(t.recvFn); err != nil {
+			return total, transport.ErrClosed
+		}
+		if t.rxN <= 0 {
+			// EAGAIN: empty. Anything else (an ICMP error queued on the
+			// socket) is the network losing something: not our failure.
+			return total, nil
+		}
+		for i := range t.rxN {
+			total += t.deliver(i, fn)
+		}
+		if t.rxN < batchSize {
+			break
+		}
+	}
+	return total, nil
+}
+
+func (t *Transport) recvBatch(fd uintptr) {
+	t.rx.reset()
+	for {
+		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0])),
+			batchSize, unix.MSG_DONTWAIT, 0, 0)
+		if errno == unix.EINTR {
+			continue
+		}
+		t.rxN, t.rxErr = int(n), errno
+		if errno != 0 {
+			t.rxN = 0
+		}
+		return
+	}
+}
+
+// deliver passes message i of the last batch to fn, one datagram per GRO
+// segment.
+func (t *Transport) deliver(i int, fn func(netip.AddrPort, []byte)) int {
+	h := &t.rx.hdrs[i]
+	if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		return 0 // larger than any datagram we accept
+	}
+	from := decodeAddr(&t.rx.names[i])
+	data := t.rx.data(i)
+	seg := t.rx.groSize(i)
+	if seg <= 0 || seg >= len(data) {
+		fn(from, data)
+		return 1
+	}
+	n := 0
+	for len(data) > 0 {
+		k := min(seg, len(data))
+		fn(from, data[:k:k])
+		data = data[k:]
+		n++
+	}
+	return n
+}
+
+// Send writes msgs with as few system calls as it can: sendmmsg batches,
+// and GSO trains for runs of equal-sized datagrams to one peer.
+func (t *Transport) Send(msgs []transport.Message) error {
+	var err error
+	for len(msgs) > 0 {
+		used, tooLarge := t.build(msgs)
+		if tooLarge {
+			err = transport.ErrTooLarge
+		}
+		if cerr := t.rc.Control(t.sendFn); cerr != nil {
+			t.clearTx()
+			return transport.ErrClosed
+		}
+		if t.txGSOErr {
+			// The kernel (or the device) refused a GSO train: send one
+			// datagram per entry from now on, starting with the train.
+			t.gso = false
+			used = t.tx.first[t.txDone]
+		}
+		t.clearTx()
+		msgs = msgs[used:]
+	}
+	return err
+}
+
+// build fills tx with entries for the head of msgs and returns how many
+// messages it covered.
+func (t *Transport) build(msgs []transport.Message) (used int, tooLarge bool) {
+	tx := &t.tx
+	tx.iovs = tx.iovs[:0]
+	tx.first = tx.first[:0]
+	e := 0
+	i := 0
+	for i < len(msgs) && e < batchSize {
+		m := &msgs[i]
+		size := m.Len()
+		if size > MaxDatagram {
+			tooLarge = true
+			i++
+			continue
+		}
+		h := &tx.hdrs[e].Hdr
+		h.Namelen = encodeAddr(&tx.names[e], m.To, t.v6)
+		if h.Namelen == 0 {
+			i++ // unreachable from this socket's family: the network drops it
+			continue
+		}
+		if cap(tx.iovs)-len(tx.iovs) < 2*maxGSOSegments {
+			break // the iovecs are pointed into: they must never grow
+		}
+		start := len(tx.iovs)
+		tx.first = append(tx.first, i)
+		j, total := i, 0
+		for j < len(msgs) && j-i < maxGSOSegments {
+			n := &msgs[j]
+			l := n.Len()
+			// A GSO train is equal-sized datagrams (the last may be
+			// shorter but not empty) to one peer, within one datagram's
+			// worth of bytes.
+			if j > i && (!t.gso || n.To != m.To || l > size || l == 0 || total+l > MaxDatagram) {
+				break
+			}
+			tx.addIov(n.Head)
+			tx.addIov(n.Payload)
+			total += l
+			j++
+			if l < size {
+				break // a shorter datagram ends a train
+			}
+		}
+		if len(tx.iovs) > start {
+			h.Iov = &tx.iovs[start]
+		} else {
+			h.Iov = nil // an empty datagram
+		}
+		h.SetIovlen(len(tx.iovs) - start)
+		h.Control = nil
+		h.SetControllen(0)
+		if j-i > 1 {
+			tx.putSegment(e, size)
+		}
+		e++
+		i = j
+	}
+	tx.first = append(tx.first, i)
+	t.txEnd, t.txDone, t.txGSOErr = e, 0, false
+	return i, tooLarge
+}
+
+func (b *txBatch) addIov(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	b.iovs = append(b.iovs, unix.Iovec{Base: &p[0]})
+	b.iovs[len(b.iovs)-1].SetLen(len(p))
+}
+
+func (t *Transport) sendBatch(fd uintptr) {
+	for t.txDone < t.txEnd {
+		n, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&t.tx.hdrs[t.txDone])),
+			uintptr(t.txEnd-t.txDone), 0, 0, 0)
+		switch {
+		case errno == 0:
+			t.txDone += int(n)
+		case errno == unix.EINTR:
+		case t.tx.first[t.txDone+1]-t.tx.first[t.txDone] > 1 && (errno == unix.EIO || errno == unix.EINVAL):
+			t.txGSOErr = true
+			return
+		default:
+			// EAGAIN, ENOBUFS, unreachable, refused: the network drops
+			// this datagram; the protocol retransmits.
+			t.txDone++
+		}
+	}
+}
+
+// clearTx drops the batch's pointers into the caller's buffers.
+func (t *Transport) clearTx() {
+	clear(t.tx.iovs)
+	t.tx.iovs = t.tx.iovs[:0]
+}
+
+// Wait parks in the netpoller until the socket is readable, the deadline
+// passes, or Wake.
+func (t *Transport) Wait(deadline time.Time) error {
+	if t.woken.Swap(false) {
+		return nil
+	}
+	if err := t.conn.SetReadDeadline(deadline); err != nil {
+		return transport.ErrClosed
+	}
+	err := t.rc.Read(t.readyFn)
+	switch {
+	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	case errors.Is(err, net.ErrClosed):
+		return transport.ErrClosed
+	}
+	return err
+}
+
+// readable reports whether Wait should return: woken, or a datagram (or an
+// error) is waiting on the socket.
+func (t *Transport) readable(fd uintptr) bool {
+	if t.woken.Swap(false) {
+		return true
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&t.peek[0])), 1,
+		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
+	return errno != unix.EAGAIN
+}
+
+// aLongTimeAgo is a read deadline that has always passed.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// Wake ends a current or next Wait.
+func (t *Transport) Wake() {
+	t.woken.Store(true)
+	_ = t.conn.SetReadDeadline(aLongTimeAgo)
+}
+
+// Close closes the socket; a Wait in progress returns ErrClosed. Closing
+// twice is harmless.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	return t.conn.Close()
+}
