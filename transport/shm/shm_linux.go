@@ -3,13 +3,592 @@
 package shm
 
 import (
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/erpc-go/erpc/transport"
 )
 
+const (
+	minRingSize = 64 << 10
+	maxRingSize = min(1<<30, math.MaxInt/4+1) // 512 MiB on 32-bit systems
+	maxDatagram = 256 << 10
+
+	handshakeTimeout = 5 * time.Second
+	redialInterval   = 20 * time.Millisecond
+)
+
+// Transport is one endpoint's shared-memory attachment: its listening
+// socket (if any), its doorbell page, and one connection per peer. Receive,
+// Send, Wait and GonePeers are for the endpoint's loop; Wake, Close,
+// Resolve, LocalAddr and Stats may be called from any goroutine.
+type Transport struct {
+	opts     Options
+	ringSize int
+	maxDgram int
+	local    netip.AddrPort
+	ln       *net.UnixListener
+
+	// Our doorbell: a page of shared memory passed to every peer. Peers
+	// ring it (bump seq, futex-wake) after publishing a record while
+	// sleeping is set.
+	db       []byte
+	dbFD     int
+	sleeping *atomic.Uint32
+	seq      *atomic.Uint32
+
+	wakePending atomic.Bool // Wake was called; the next Wait returns at once
+	waiting     atomic.Bool // the loop is in Wait and may sleep on the futex
+	closed      atomic.Bool
+	refs        atomic.Int32 // calls touching shared memory; Close waits them out
+	gone        atomic.Bool  // a connection died: GonePeers has work
+	dropped     atomic.Uint64
+
+	snap atomic.Pointer[snapshot] // the connections, for the loop
+
+	mu          sync.Mutex
+	conns       []*conn                      // registered, dead ones until reaped
+	paths       map[string]netip.AddrPort    // dialed socket path -> server
+	known       map[netip.AddrPort]string    // server -> its socket path, to redial
+	redialed    map[netip.AddrPort]time.Time // last redial started
+	handshakes  map[*net.UnixConn]struct{}   // sockets in a handshake
+	unreachable []netip.AddrPort             // redials that failed, for GonePeers
+	wg          sync.WaitGroup               // goroutines: accept, handshakes, watchers, redials
+}
+
+// snapshot is an immutable view of the connections, replaced on change.
+type snapshot struct {
+	conns  []*conn
+	byAddr map[netip.AddrPort]*conn
+}
+
+var (
+	_ transport.Transport   = (*Transport)(nil)
+	_ transport.PeerWatcher = (*Transport)(nil)
+	_ transport.PacketSizer = (*Transport)(nil)
+)
+
 // Listen opens a shared-memory transport. path is the unix socket through
-// which peers connect; an empty path makes a client-only transport.
-func Listen(path string, opts Options) (transport.Transport, error) {
-	return nil, errors.New("shm: not implemented yet")
+// which peers connect ("" makes a client-only transport). A stale socket
+// file at path (left by a process that died) is replaced; one that a live
+// process listens on is an error.
+func Listen(path string, opts Options) (*Transport, error) {
+	t := &Transport{
+		opts:       opts,
+		ringSize:   ringSizeOf(opts.RingSize),
+		dbFD:       -1,
+		paths:      make(map[string]netip.AddrPort),
+		known:      make(map[netip.AddrPort]string),
+		redialed:   make(map[netip.AddrPort]time.Time),
+		handshakes: make(map[*net.UnixConn]struct{}),
+	}
+	t.maxDgram = min(t.ringSize/16, maxDatagram)
+	t.snap.Store(&snapshot{})
+	var err error
+	if t.dbFD, t.db, err = createShared("erpc-shm-doorbell", pageSize); err != nil {
+		return nil, err
+	}
+	t.sleeping, t.seq = atomicU32(t.db, dbSleeping), atomicU32(t.db, dbSeq)
+	if path == "" {
+		t.local = clientAddr()
+		return t, nil
+	}
+	if t.local, err = listenerAddr(path); err == nil {
+		t.ln, err = listenUnix(path)
+	}
+	if err != nil {
+		t.release0()
+		return nil, err
+	}
+	t.wg.Add(1)
+	go t.acceptLoop()
+	return t, nil
+}
+
+func ringSizeOf(n int) int {
+	if n <= 0 {
+		n = DefaultRingSize
+	}
+	n = min(max(n, minRingSize), maxRingSize)
+	return 1 << bits.Len(uint(n-1))
+}
+
+// listenerAddr derives a listening transport's address from its path.
+func listenerAddr(path string) (netip.AddrPort, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return netip.AddrPort{}, err
+	}
+	h := sha256.Sum256([]byte(abs))
+	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, 0}
+	copy(a[6:], h[:])
+	return netip.AddrPortFrom(netip.AddrFrom16(a), 1), nil
+}
+
+// clientAddr is a random address for a client-only transport.
+func clientAddr() netip.AddrPort {
+	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, 1}
+	rand.Read(a[6:])
+	return netip.AddrPortFrom(netip.AddrFrom16(a), 1)
+}
+
+// listenUnix listens on a SOCK_SEQPACKET unix socket at path, replacing a
+// stale socket file.
+func listenUnix(path string) (*net.UnixListener, error) {
+	addr := &net.UnixAddr{Name: path, Net: "unixpacket"}
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("shm: %s exists and is not a socket", path)
+		}
+		if c, err := net.DialUnix("unixpacket", nil, addr); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("shm: %s: a live endpoint listens there", path)
+		}
+		os.Remove(path) // stale: its listener died
+	}
+	ln, err := net.ListenUnix("unixpacket", addr)
+	if err != nil {
+		return nil, fmt.Errorf("shm: %w", err)
+	}
+	ln.SetUnlinkOnClose(true)
+	return ln, nil
+}
+
+// LocalAddr is the transport's synthetic address (see the package comment).
+func (t *Transport) LocalAddr() netip.AddrPort { return t.local }
+
+// MaxDatagram is the largest datagram the transport carries: RingSize/16,
+// at most 256 KiB.
+func (t *Transport) MaxDatagram() int { return t.maxDgram }
+
+// PacketSize asks the endpoint for datagrams as large as it allows (64 KiB
+// of data per packet): an 8 MiB message is then 128 packets.
+func (t *Transport) PacketSize() int { return t.maxDgram }
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() Stats {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, c := range t.conns {
+		if !c.dead.Load() {
+			n++
+		}
+	}
+	return Stats{Peers: n, Dropped: t.dropped.Load()}
+}
+
+// acquire marks a call that touches shared memory; false if closed.
+func (t *Transport) acquire() bool {
+	t.refs.Add(1)
+	if t.closed.Load() {
+		t.refs.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (t *Transport) release() { t.refs.Add(-1) }
+
+// Receive passes every datagram the peers have published to fn, straight
+// from the shared rings; a ring's space is handed back after fn returns.
+func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
+	if !t.acquire() {
+		return 0, transport.ErrClosed
+	}
+	defer t.release()
+	n := 0
+	for _, c := range t.snap.Load().conns {
+		if !c.in.pending() {
+			continue
+		}
+		c.in.begin()
+		for d, ok := c.in.next(); ok; d, ok = c.in.next() {
+			fn(c.peer, d)
+			n++
+		}
+		if err := c.in.end(); err != nil {
+			c.sock.Close() // the watcher reports the peer gone
+		}
+	}
+	return n, nil
+}
+
+// Send copies each datagram into the ring of its peer's connection and
+// rings the peer if it sleeps. A datagram to an address with no connection,
+// or that finds its ring full, is dropped. To an address that was resolved
+// before but whose connection is gone (a restarted server), Send starts a
+// new connection in the background, at most every 20 ms.
+func (t *Transport) Send(msgs []transport.Message) error {
+	if !t.acquire() {
+		return transport.ErrClosed
+	}
+	defer t.release()
+	s := t.snap.Load()
+	var err error
+	var c *conn
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Len() > t.maxDgram {
+			err = transport.ErrTooLarge
+			continue
+		}
+		if c == nil || c.peer != m.To {
+			if c = s.byAddr[m.To]; c == nil {
+				t.noRoute(m.To)
+				continue
+			}
+		}
+		if c.dead.Load() || !c.out.put(m.Head, m.Payload) {
+			t.dropped.Add(1)
+			continue
+		}
+		c.out.publish()
+		c.ringPeer()
+	}
+	return err
+}
+
+// noRoute drops a datagram to an address without a connection, and
+// redials the address if it was resolved before.
+func (t *Transport) noRoute(to netip.AddrPort) {
+	t.dropped.Add(1)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	path, ok := t.known[to]
+	if !ok || t.closed.Load() || time.Since(t.redialed[to]) < redialInterval {
+		return
+	}
+	t.redialed[to] = time.Now()
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		if _, err := t.dial(path); err != nil && !errors.Is(err, net.ErrClosed) {
+			// Nobody listens there (yet): report the address gone, so
+			// that sessions connecting to it fail now rather than after
+			// the failure timeout. They retry with backoff.
+			t.mu.Lock()
+			t.unreachable = append(t.unreachable, to)
+			t.mu.Unlock()
+			t.gone.Store(true)
+			t.Wake()
+		}
+	}()
+}
+
+// ready reports whether a ring holds unread records.
+func (t *Transport) ready() bool {
+	for _, c := range t.snap.Load().conns {
+		if c.in.pending() {
+			return true
+		}
+	}
+	return false
+}
+
+// Wait returns when a peer has published records, deadline passes, or Wake
+// or Close is called. It polls for Options.Spin, then sets the sleeping
+// word of its doorbell, checks the rings once more (a peer that published
+// before seeing the word set did not ring) and sleeps on the futex.
+func (t *Transport) Wait(deadline time.Time) error {
+	if !t.acquire() {
+		return transport.ErrClosed
+	}
+	defer t.release()
+	if t.wakePending.Swap(false) || t.ready() {
+		return nil
+	}
+	if t.opts.Spin != 0 {
+		start := time.Now()
+		for i := 1; ; i++ {
+			if t.closed.Load() {
+				return transport.ErrClosed
+			}
+			if t.wakePending.Swap(false) || t.ready() {
+				return nil
+			}
+			if i%32 == 0 {
+				now := time.Now()
+				if !deadline.IsZero() && !now.Before(deadline) {
+					return nil
+				}
+				if t.opts.Spin > 0 && now.Sub(start) >= t.opts.Spin {
+					break
+				}
+				runtime.Gosched()
+			}
+		}
+	}
+	timeout := time.Duration(-1)
+	if !deadline.IsZero() {
+		if timeout = time.Until(deadline); timeout <= 0 {
+			return nil
+		}
+	}
+	t.waiting.Store(true)
+	seq := t.seq.Load()
+	t.sleeping.Store(1)
+	if !t.wakePending.Swap(false) && !t.closed.Load() && !t.ready() {
+		futexWait(t.seq, seq, timeout)
+	}
+	t.sleeping.Store(0)
+	t.waiting.Store(false)
+	if t.closed.Load() {
+		return transport.ErrClosed
+	}
+	return nil
+}
+
+// Wake makes a current or next Wait return.
+func (t *Transport) Wake() {
+	t.wakePending.Store(true)
+	if !t.waiting.Load() || !t.acquire() {
+		return
+	}
+	t.seq.Add(1)
+	futexWake(t.seq)
+	t.release()
+}
+
+// GonePeers appends the peers whose connection closed since the last call
+// (and the resolved addresses that a redial found nobody listening at), and
+// releases those connections' memory.
+func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
+	if !t.gone.Load() || !t.acquire() {
+		return dst
+	}
+	defer t.release()
+	t.gone.Store(false)
+	t.mu.Lock()
+	var dead []*conn
+	live := make([]*conn, 0, len(t.conns))
+	for _, c := range t.conns {
+		if c.dead.Load() {
+			dead = append(dead, c)
+		} else {
+			live = append(live, c)
+		}
+	}
+	if len(dead) > 0 {
+		t.conns = live
+		t.publishLocked()
+	}
+	for _, c := range dead {
+		if t.liveLocked(c.peer) == nil { // not replaced by a new connection
+			dst = append(dst, c.peer)
+		}
+	}
+	for _, a := range t.unreachable {
+		if t.liveLocked(a) == nil {
+			dst = append(dst, a)
+		}
+	}
+	t.unreachable = t.unreachable[:0]
+	t.mu.Unlock()
+	for _, c := range dead {
+		c.unmap()
+	}
+	return dst
+}
+
+// Resolve returns the address of the endpoint listening on the unix socket
+// at target, connecting to it unless a connection is open. If nobody
+// listens there, it returns the address a listener on that path would have
+// (see the package comment) and no error: datagrams to it are dropped, and
+// GonePeers reports it, until a listener appears. An address literal
+// ("[fd65:7368::…]:1") is returned as is.
+func (t *Transport) Resolve(target string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddrPort(target); err == nil {
+		return a, nil
+	}
+	if t.closed.Load() {
+		return netip.AddrPort{}, transport.ErrClosed
+	}
+	t.mu.Lock()
+	if a, ok := t.paths[target]; ok && t.liveLocked(a) != nil {
+		t.mu.Unlock()
+		return a, nil
+	}
+	t.mu.Unlock()
+	a, err := t.dial(target)
+	if errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ENOENT) {
+		// Nobody listens there now. Return the address a listener on that
+		// path has: sending to it redials, and GonePeers reports it gone
+		// while the redial fails, so an endpoint's Dial fails at once with
+		// Unavailable, as it would on a network with no server.
+		if a, err = listenerAddr(target); err == nil {
+			t.remember(target, a)
+		}
+	}
+	return a, err
+}
+
+// Close closes every connection (peers see it at once), the listening
+// socket (its file is removed) and releases all shared memory. A Wait in
+// progress returns ErrClosed.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return nil
+	}
+	t.seq.Add(1) // end a Wait in progress
+	futexWake(t.seq)
+	if t.ln != nil {
+		t.ln.Close()
+	}
+	t.mu.Lock()
+	for _, c := range t.conns {
+		c.sock.Close()
+	}
+	for s := range t.handshakes {
+		s.Close()
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	for t.refs.Load() != 0 {
+		time.Sleep(20 * time.Microsecond)
+	}
+	t.mu.Lock()
+	conns := t.conns
+	t.conns = nil
+	t.publishLocked()
+	t.mu.Unlock()
+	for _, c := range conns {
+		c.unmap()
+	}
+	t.release0()
+	return nil
+}
+
+// release0 frees the doorbell.
+func (t *Transport) release0() {
+	if t.db != nil {
+		unix.Munmap(t.db)
+		t.db = nil
+	}
+	if t.dbFD >= 0 {
+		unix.Close(t.dbFD)
+		t.dbFD = -1
+	}
+}
+
+// publishLocked replaces the loop's snapshot. t.mu is held.
+func (t *Transport) publishLocked() {
+	s := &snapshot{conns: t.conns, byAddr: make(map[netip.AddrPort]*conn, len(t.conns))}
+	for _, c := range t.conns {
+		if old := s.byAddr[c.peer]; old == nil || old.dead.Load() {
+			s.byAddr[c.peer] = c
+		}
+	}
+	t.snap.Store(s)
+}
+
+// liveLocked returns the open connection to addr, if any. t.mu is held.
+func (t *Transport) liveLocked(addr netip.AddrPort) *conn {
+	for _, c := range t.conns {
+		if c.peer == addr && !c.dead.Load() {
+			return c
+		}
+	}
+	return nil
+}
+
+var errDuplicate = errors.New("shm: already connected to that peer")
+
+// register adds a connection whose handshake is done and starts watching
+// its socket. It fails if the transport closed or a connection to the same
+// peer is open.
+func (t *Transport) register(c *conn) error {
+	t.mu.Lock()
+	if t.closed.Load() {
+		t.mu.Unlock()
+		return transport.ErrClosed
+	}
+	if t.liveLocked(c.peer) != nil {
+		t.mu.Unlock()
+		return errDuplicate
+	}
+	t.conns = append(t.conns[:len(t.conns):len(t.conns)], c)
+	t.publishLocked()
+	t.wg.Add(1)
+	t.mu.Unlock()
+	go t.watch(c)
+	t.Wake() // a Wait may hold a snapshot without c
+	return nil
+}
+
+// watch waits for the peer's end of the socket to close (its process
+// exited or died, or it closed its transport), then reports the peer gone.
+func (t *Transport) watch(c *conn) {
+	defer t.wg.Done()
+	var b [64]byte
+	for {
+		if _, err := c.sock.Read(b[:]); err != nil {
+			break
+		}
+	}
+	c.sock.Close()
+	c.dead.Store(true)
+	t.gone.Store(true)
+	t.Wake()
+}
+
+// trackHandshake registers a socket in a handshake, so that Close can
+// interrupt it; false if the transport is closed.
+func (t *Transport) trackHandshake(s *net.UnixConn, on bool) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !on {
+		delete(t.handshakes, s)
+		return true
+	}
+	if t.closed.Load() {
+		return false
+	}
+	t.handshakes[s] = struct{}{}
+	return true
+}
+
+func (t *Transport) acceptLoop() {
+	defer t.wg.Done()
+	for {
+		s, err := t.ln.AcceptUnix()
+		if err != nil {
+			if t.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(5 * time.Millisecond) // EMFILE and the like
+			continue
+		}
+		t.mu.Lock()
+		if t.closed.Load() {
+			t.mu.Unlock()
+			s.Close()
+			return
+		}
+		t.handshakes[s] = struct{}{}
+		t.wg.Add(1)
+		t.mu.Unlock()
+		go func() {
+			defer t.wg.Done()
+			err := t.accept(s)
+			t.trackHandshake(s, false)
+			if err != nil {
+				s.Close()
+			}
+		}()
+	}
 }

@@ -1,0 +1,167 @@
+//go:build linux
+
+package shm_test
+
+import (
+	"bytes"
+	"context"
+	"net/netip"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/transport"
+	"github.com/erpc-go/erpc/transport/shm"
+)
+
+// pair makes two connected transports.
+func pair(t testing.TB, opts shm.Options) (a, b *shm.Transport) {
+	dir := sockDir(t)
+	a = listen(t, filepath.Join(dir, "a.sock"), opts)
+	b = listen(t, filepath.Join(dir, "b.sock"), opts)
+	if _, err := a.Resolve(filepath.Join(dir, "b.sock")); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
+}
+
+// BenchmarkPingPong bounces a 32-byte datagram between two goroutines over
+// the raw transport: "spin" polls Receive, "futex" sleeps in Wait whenever
+// nothing has arrived (a wake-up per message each way).
+func BenchmarkPingPong(b *testing.B) {
+	for _, mode := range []string{"spin", "futex"} {
+		b.Run(mode, func(b *testing.B) {
+			x, y := pair(b, shm.Options{})
+			wait := func(tr transport.Transport) {
+				if mode == "spin" {
+					runtime.Gosched()
+				} else {
+					tr.Wait(time.Now().Add(time.Second))
+				}
+			}
+			var stop atomic.Bool
+			done := make(chan struct{})
+			go func() { // echo
+				defer close(done)
+				msg := []transport.Message{{Head: nil}}
+				for !stop.Load() {
+					n, _ := y.Receive(func(from netip.AddrPort, data []byte) {
+						msg[0].To, msg[0].Head = from, data
+						y.Send(msg)
+					})
+					if n == 0 {
+						wait(y)
+					}
+				}
+			}()
+			req := []transport.Message{{To: y.LocalAddr(), Head: make([]byte, 32)}}
+			got := false
+			onReply := func(netip.AddrPort, []byte) { got = true }
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				x.Send(req)
+				for got = false; !got; {
+					if n, _ := x.Receive(onReply); n == 0 {
+						wait(x)
+					}
+				}
+			}
+			b.StopTimer()
+			stop.Store(true)
+			y.Wake()
+			<-done
+		})
+	}
+}
+
+// BenchmarkCall is an erpc call round trip of 32 bytes between two
+// endpoints of this process over shm, with the default loop (spin 50 µs,
+// then the futex). (Busy polling wants a core per endpoint plus one for the
+// caller: not on a 2-core box.)
+func BenchmarkCall(b *testing.B) {
+	for _, mode := range []struct {
+		name string
+		opts []erpc.Option
+	}{
+		{"default", nil},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			path := filepath.Join(sockDir(b), "srv.sock")
+			srv, err := erpc.Listen("shm://"+path, mode.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
+			cli, err := erpc.Listen("shm://", mode.opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cli.Close()
+			s, err := cli.Dial(context.Background(), "shm://"+path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := bytes.Repeat([]byte("x"), 32)
+			var resp []byte
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if resp, err = s.Call(ctx, "Echo", req, resp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCallProcess is an erpc call round trip of 32 bytes to a server
+// in another process (TestHelperServer), the client's loop spinning 50 µs
+// (the default) before it sleeps.
+func BenchmarkCallProcess(b *testing.B) {
+	path := filepath.Join(sockDir(b), "srv.sock")
+	startServer(b, path)
+	s, err := erpc.Dial(context.Background(), "shm://"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	req := bytes.Repeat([]byte("x"), 32)
+	var resp []byte
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if resp, err = s.Call(context.Background(), "Echo", req, resp); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPingPongProcess bounces a 32-byte datagram off a raw echo
+// transport in another process (TestHelperServer in raw mode); both sides
+// poll without sleeping: the transport's floor.
+func BenchmarkPingPongProcess(b *testing.B) {
+	path := filepath.Join(sockDir(b), "echo.sock")
+	startHelper(b, path, "raw")
+	x := listen(b, "", shm.Options{})
+	to, err := x.Resolve(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := []transport.Message{{To: to, Head: make([]byte, 32)}}
+	got := false
+	onReply := func(netip.AddrPort, []byte) { got = true }
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		x.Send(req)
+		for got = false; !got; {
+			x.Receive(onReply)
+		}
+	}
+}
