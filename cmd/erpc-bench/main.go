@@ -1,12 +1,76 @@
-// Command erpc-bench measures erpc-go beside its floor and its peers.
+// Command erpc-bench measures erpc-go beside its floor (raw UDP, raw shared
+// memory) and its peers (gRPC, net/rpc, drpc), following the project's
+// benchmark contract (docs: BENCH-CONTRACT.md): same run, same machine,
+// same payloads, server and client in separate pinned processes, warm-up
+// discarded, per-call latency in an HDR-style histogram, and a coro_rpc
+// style table or one JSON object per line.
+//
+// Usage:
+//
+//	go run ./cmd/erpc-bench latency -size 32,1024,65536
+//	go run ./cmd/erpc-bench rate -size 32 -c 1,8,64,256 -vs raw-udp,grpc
+//	go run ./cmd/erpc-bench table -quick -json
+//	go run ./cmd/erpc-bench bandwidth -size 8M
+//	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
+//	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
+//
+// Run "erpc-bench <scenario> -h" for the flags.
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "erpc-bench: not built yet")
-	os.Exit(2)
+	if os.Getenv(childEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "serve") {
+		args := os.Args[1:]
+		if len(args) > 0 && args[0] == "serve" {
+			args = args[1:]
+		}
+		if err := serveMain(args); err != nil {
+			fmt.Fprintln(os.Stderr, "erpc-bench serve:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "erpc-bench:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run is the client: it parses args, starts the servers, measures and
+// reports.
+func run(args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	cfg.progress = !cfg.json && isTerminal(stderr)
+	b := &bench{cfg: cfg, out: newOutput(cfg, stdout, stderr)}
+	b.pin()
+	err = b.runScenario()
+	b.out.finish()
+	if cfg.plot != "" && len(b.out.results) > 0 {
+		if perr := writePlotFile(cfg.plot, cfg.scenario, b.out.results); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return err
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

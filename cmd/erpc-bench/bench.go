@@ -1,0 +1,272 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// bench runs one scenario.
+type bench struct {
+	cfg    *config
+	out    *output
+	srvCPU int
+	failed []error
+}
+
+// pin puts the client on CPU 1 and its servers on CPU 0 when the machine
+// has two or more CPUs and -pin is set.
+func (b *bench) pin() {
+	b.srvCPU = -1
+	b.out.cores = "unpinned"
+	if !b.cfg.pin || numCPU() < 2 {
+		return
+	}
+	if err := pinProcess(1); err != nil {
+		b.out.warn("pinning the client to CPU 1: %v", err)
+		return
+	}
+	b.srvCPU = 0
+	b.out.cores = "server=0 client=1"
+	if b.cfg.transport == "memnet" {
+		b.out.cores = "server=0 client=1 (erpc memnet: one process, client's CPU)"
+	}
+}
+
+// peer is one system with its running server and client.
+type peer struct {
+	system string
+	srv    *server
+	cli    client
+}
+
+func (p *peer) stop() {
+	if p.cli != nil {
+		p.cli.close()
+	}
+	if p.srv != nil {
+		p.srv.stop()
+	}
+}
+
+// start brings up system's server and a client connected to it.
+func (b *bench) start(system string, loss float64) (*peer, error) {
+	cfg := b.cfg
+	defer watchdog("starting "+system, 60*time.Second)()
+	srv, err := startServer(srvConfig{system: system, transport: cfg.transport, busy: cfg.busy,
+		loss: loss, window: cfg.window, cpu: b.srvCPU})
+	if err != nil {
+		return nil, err
+	}
+	p := &peer{system: system, srv: srv}
+	switch system {
+	case "erpc", "erpc-call":
+		p.cli, err = newErpcClient(srv.addr, cfg, loss, system == "erpc")
+	case "raw-udp":
+		p.cli, err = newRawUDPClient(srv.addr, cfg)
+	case "raw-shm":
+		p.cli, err = newRawShmClient(srv)
+	case "grpc":
+		p.cli, err = newGRPCClient(srv.addr)
+	case "netrpc":
+		p.cli, err = newNetRPCClient(srv.addr)
+	case "drpc":
+		p.cli, err = newDRPCClient(srv.addr)
+	default:
+		err = fmt.Errorf("unknown system %q", system)
+	}
+	if err != nil {
+		p.stop()
+		return nil, fmt.Errorf("%s client: %w", system, err)
+	}
+	return p, nil
+}
+
+func (b *bench) runScenario() error {
+	switch b.cfg.scenario {
+	case "latency", "rate", "table", "bandwidth":
+		return b.runGrid(0, nil)
+	case "sessions":
+		return b.runSessions()
+	case "loss":
+		return b.runLoss()
+	}
+	return errNotBuilt(b.cfg.scenario)
+}
+
+// points lists the scenario's size x concurrency grid.
+func (b *bench) points(sessions int, loss float64) []point {
+	var ps []point
+	for _, size := range b.cfg.sizes {
+		for _, c := range b.cfg.conc {
+			resp := size
+			if b.cfg.resp > 0 {
+				resp = b.cfg.resp
+			}
+			ps = append(ps, point{size: size, resp: resp, conc: c, sessions: sessions, loss: loss,
+				warmup: b.cfg.warmup, dur: b.cfg.dur})
+		}
+	}
+	return ps
+}
+
+// runGrid measures every point on every system, systems in turn for each
+// point (starting with a different one each time), so that drift over the
+// run affects all alike. extra, if set, annotates each result.
+func (b *bench) runGrid(loss float64, extra func(*result)) error {
+	var peers []*peer
+	for _, s := range b.cfg.systems {
+		p, err := b.start(s, loss)
+		if err != nil {
+			b.fail(s, err)
+			continue
+		}
+		defer p.stop()
+		peers = append(peers, p)
+	}
+	pts := b.points(1, loss)
+	b.out.expect(len(pts) * len(peers))
+	for k, pt := range pts {
+		for j := range peers {
+			p := peers[(j+k)%len(peers)]
+			r := b.measure(p, pt)
+			if extra != nil {
+				extra(&r)
+			}
+			b.out.add(r)
+		}
+	}
+	return b.err()
+}
+
+func (b *bench) measure(p *peer, pt point) result {
+	b.out.progressStart(p.system, pt)
+	defer watchdog(fmt.Sprintf("%s %s c=%d", p.system, humanSize(pt.size), pt.conc), pt.warmup+pt.dur+60*time.Second)()
+	r := measure(p.cli, pt)
+	r.system = p.system
+	r.tr = transportOf(p.system, b.cfg.transport)
+	switch p.system {
+	case "raw-udp":
+		r.inlight = rawInflight(pt)
+	case "raw-shm":
+		r.inlight = shmInflight(pt)
+	}
+	return r
+}
+
+// fail records that a system could not run at all.
+func (b *bench) fail(system string, err error) {
+	b.failed = append(b.failed, fmt.Errorf("%s: %w", system, err))
+	b.out.warn("%s: %v", system, err)
+}
+
+func (b *bench) err() error {
+	if len(b.failed) > 0 {
+		return errors.Join(b.failed...)
+	}
+	return nil
+}
+
+// transportOf names what a system runs over.
+func transportOf(system, erpcTransport string) string {
+	switch system {
+	case "erpc", "erpc-call":
+		return erpcTransport
+	case "raw-udp":
+		return "udp"
+	case "raw-shm":
+		return "shm"
+	}
+	return "tcp"
+}
+
+// runLoss measures erpc under each loss rate, with loss injected on both
+// endpoints, and relates throughput to the lossless run of the same point.
+func (b *bench) runLoss() error {
+	losses := []float64{0}
+	for _, l := range b.cfg.loss {
+		if l != 0 {
+			losses = append(losses, l)
+		}
+	}
+	base := map[string]float64{}
+	for _, l := range losses {
+		err := b.runGrid(l, func(r *result) {
+			key := fmt.Sprintf("%s/%d/%d", r.system, r.p.size, r.p.conc)
+			qps := float64(r.ops) / r.secs
+			if r.secs <= 0 {
+				qps = 0
+			}
+			if l == 0 {
+				base[key] = qps
+			}
+			r.extra = map[string]any{"loss": l}
+			if q := base[key]; q > 0 {
+				r.extra["rel_lossless"] = qps / q
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSessions measures, for each number of sessions, a fresh server's
+// memory before and after the client opens them (idle), then round-robin
+// calls over all of them.
+func (b *bench) runSessions() error {
+	total := len(b.cfg.sessions) * len(b.cfg.systems) * len(b.points(1, 0))
+	b.out.expect(total)
+	for _, n := range b.cfg.sessions {
+		for _, s := range b.cfg.systems {
+			if err := b.sessionsOne(s, n); err != nil {
+				b.fail(s, err)
+			}
+		}
+	}
+	return b.err()
+}
+
+func (b *bench) sessionsOne(system string, n int) error {
+	p, err := b.start(system, 0)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	ec := p.cli.(*erpcClient)
+	time.Sleep(100 * time.Millisecond)
+	rss0, heap0, err := p.srv.memory()
+	if err != nil {
+		return fmt.Errorf("server memory: %w", err)
+	}
+	t0 := time.Now()
+	stop := watchdog(fmt.Sprintf("opening %d sessions", n), 120*time.Second)
+	err = ec.ensureSessions(n)
+	stop()
+	if err != nil {
+		return err
+	}
+	dialSecs := time.Since(t0).Seconds()
+	time.Sleep(100 * time.Millisecond)
+	rss1, heap1, err := p.srv.memory()
+	if err != nil {
+		return fmt.Errorf("server memory: %w", err)
+	}
+	// The first session existed before the baseline.
+	opened := float64(max(n-1, 1))
+	for _, pt := range b.points(n, 0) {
+		r := b.measure(p, pt)
+		r.extra = map[string]any{
+			"mem_per_session_bytes": float64(heap1-heap0) / opened,
+			"rss_per_session_bytes": float64(rss1-rss0) / opened,
+			"dial_s":                dialSecs,
+		}
+		if n == 1 {
+			r.extra["mem_per_session_bytes"] = 0.0
+			r.extra["rss_per_session_bytes"] = 0.0
+		}
+		b.out.add(r)
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is the parsed command line of a client run.
+type config struct {
+	scenario  string
+	sizes     []int
+	conc      []int
+	sessions  []int
+	loss      []float64
+	resp      int // response size; 0 = echo (same as the request)
+	dur       time.Duration
+	warmup    time.Duration
+	systems   []string // erpc first, then -vs
+	transport string
+	json      bool
+	plot      string
+	busy      bool
+	quick     bool
+	pin       bool
+	window    int
+	rawDgram  int
+	progress  bool
+}
+
+// allSystems lists every system erpc-bench knows, in display order.
+var allSystems = []string{"erpc", "erpc-call", "raw-udp", "raw-shm", "grpc", "netrpc", "drpc"}
+
+// scenarioDefaults are the per-scenario defaults of -size and -c, with the
+// reduced grid for -quick.
+type defaults struct{ sizes, conc, quickSizes, quickConc string }
+
+var scenarioDefaults = map[string]defaults{
+	"latency":   {"32,1024,65536", "1", "32,65536", "1"},
+	"rate":      {"32", "1,8,64,256", "32", "1,64"},
+	"table":     {"128,4K,32K,256K,1M,8M", "1,4,16,64,256", "128,32K,1M", "1,16"},
+	"bandwidth": {"8M", "1,8", "8M", "8"},
+	"sessions":  {"32", "8", "32", "8"},
+	"loss":      {"32,64K", "8", "32", "8"},
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft")
+	}
+	c := &config{scenario: args[0]}
+	d, ok := scenarioDefaults[c.scenario]
+	if !ok {
+		return nil, errNotBuilt(c.scenario)
+	}
+	fs := flag.NewFlagSet("erpc-bench "+c.scenario, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	size := fs.String("size", "", "request sizes, comma-separated (suffix K or M for KiB, MiB); default per scenario")
+	conc := fs.String("c", "", "calls in flight, comma-separated; default per scenario")
+	sess := fs.String("sessions", "1,1000,20000", "sessions scenario: numbers of sessions")
+	loss := fs.String("loss", "0,1e-5,1e-3,1e-2", "loss scenario: packet loss probabilities (0 is always added as the reference)")
+	fs.IntVar(&c.resp, "resp", 0, "response size in bytes (0: echo the request; bandwidth: 32)")
+	fs.DurationVar(&c.dur, "d", 2*time.Second, "measured duration per point")
+	fs.DurationVar(&c.warmup, "warmup", 300*time.Millisecond, "warm-up per point, discarded")
+	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(allSystems[1:], ","))
+	fs.StringVar(&c.transport, "transport", "udp", "erpc transport: udp, shm or memnet")
+	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
+	fs.StringVar(&c.plot, "plot", "", "write an SVG plot (p50 latency and throughput by size) to this file")
+	fs.BoolVar(&c.busy, "busy", false, "busy-poll on both sides (erpc.WithBusyPoll; raw-udp spins on non-blocking sockets)")
+	fs.BoolVar(&c.quick, "quick", false, "reduced grid")
+	fs.BoolVar(&c.pin, "pin", true, "pin the server to CPU 0 and the client to CPU 1 (when there are two or more)")
+	fs.IntVar(&c.window, "window", 0, "erpc: concurrent requests per session (0: library default)")
+	fs.IntVar(&c.rawDgram, "raw-dgram", 1472, "raw-udp: datagram size in bytes (erpc's default packet size)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *size == "" {
+		*size = d.sizes
+		if c.quick {
+			*size = d.quickSizes
+		}
+	}
+	if *conc == "" {
+		*conc = d.conc
+		if c.quick {
+			*conc = d.quickConc
+		}
+	}
+	var err error
+	if c.sizes, err = parseInts(*size); err != nil {
+		return nil, fmt.Errorf("-size: %w", err)
+	}
+	if c.conc, err = parseInts(*conc); err != nil {
+		return nil, fmt.Errorf("-c: %w", err)
+	}
+	if c.scenario == "latency" {
+		c.conc = []int{1}
+	}
+	if c.sessions, err = parseInts(*sess); err != nil {
+		return nil, fmt.Errorf("-sessions: %w", err)
+	}
+	if c.scenario == "sessions" && c.quick {
+		c.sessions = []int{1, 1000}
+	}
+	for _, f := range splitList(*loss) {
+		p, err := strconv.ParseFloat(f, 64)
+		if err != nil || p < 0 || p >= 1 {
+			return nil, fmt.Errorf("-loss: bad probability %q", f)
+		}
+		c.loss = append(c.loss, p)
+	}
+	if c.scenario == "bandwidth" && c.resp == 0 {
+		c.resp = 32
+	}
+	switch c.transport {
+	case "udp", "shm", "memnet":
+	default:
+		return nil, fmt.Errorf("-transport: want udp, shm or memnet, not %q", c.transport)
+	}
+	if c.dur <= 0 || c.warmup < 0 {
+		return nil, fmt.Errorf("-d must be positive and -warmup not negative")
+	}
+	if c.rawDgram < 64 || c.rawDgram > 65507 {
+		return nil, fmt.Errorf("-raw-dgram: want 64..65507")
+	}
+	c.systems = []string{"erpc"}
+	list := splitList(*vs)
+	if len(list) == 1 && list[0] == "all" {
+		list = allSystems[1:]
+	}
+	for _, s := range list {
+		if !knownSystem(s) {
+			return nil, fmt.Errorf("-vs: unknown system %q (known: %s)", s, strings.Join(allSystems, ", "))
+		}
+		if s != "erpc" && !contains(c.systems, s) {
+			c.systems = append(c.systems, s)
+		}
+	}
+	if c.scenario == "sessions" || c.scenario == "loss" {
+		// Only erpc has sessions to multiplex and loss injection to recover
+		// from; the others would measure nothing comparable.
+		c.systems = onlyErpc(c.systems)
+	}
+	return c, nil
+}
+
+func onlyErpc(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if x == "erpc" || x == "erpc-call" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func knownSystem(s string) bool { return contains(allSystems, s) }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// parseInts parses a list like "128,4K,8M" (K and M are powers of two).
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		v, err := parseSize(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list")
+	}
+	return out, nil
+}
+
+func parseSize(f string) (int, error) {
+	mult := 1
+	u := strings.ToUpper(f)
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "B"), "I")
+	switch {
+	case strings.HasSuffix(u, "K"):
+		mult, u = 1<<10, u[:len(u)-1]
+	case strings.HasSuffix(u, "M"):
+		mult, u = 1<<20, u[:len(u)-1]
+	}
+	v, err := strconv.Atoi(u)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad number %q", f)
+	}
+	return v * mult, nil
+}
+
+// errNotBuilt is the error of a scenario that does not exist yet.
+func errNotBuilt(s string) error {
+	switch s {
+	case "slo", "raft":
+		return fmt.Errorf("scenario %q is not built yet", s)
+	}
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss)", s)
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"sort"
+	"testing"
+	"time"
+)
+
+// contractFields are the JSON names BENCH-CONTRACT.md fixes.
+var contractFields = []string{"scenario", "system", "transport", "size", "resp_size", "concurrency",
+	"sessions", "duration_s", "ops", "errors", "qps", "gbps", "p50_us", "p90_us", "p99_us", "p999_us",
+	"allocs_per_op", "cores"}
+
+func sampleResult() result {
+	r := result{p: point{size: 32, resp: 32, conc: 1, sessions: 1}, system: "erpc", tr: "udp",
+		ops: 1000, secs: 2, allocs: 0}
+	for i := range 1000 {
+		r.h.record(time.Duration(20+i%10) * time.Microsecond)
+	}
+	r.extra = map[string]any{"rel_lossless": 0.5}
+	return r
+}
+
+func TestJSONFields(t *testing.T) {
+	b, err := json.Marshal(record("latency", "server=0 client=1", false, sampleResult()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%v in %s", err, b)
+	}
+	for _, f := range contractFields {
+		if _, ok := m[f]; !ok {
+			t.Errorf("field %q missing from %s", f, b)
+		}
+	}
+	if m["rel_lossless"] != 0.5 {
+		t.Errorf("extra field lost: %s", b)
+	}
+	if m["qps"] != 500.0 || m["gbps"] != 0.0 || m["ops"] != 1000.0 {
+		t.Errorf("qps/gbps/ops wrong: %s", b)
+	}
+	if p50 := m["p50_us"].(float64); p50 < 23.7 || p50 > 24.3 {
+		t.Errorf("p50_us = %v, want ~24", p50)
+	}
+	// A failed point has no NaN (invalid JSON) and says why.
+	fr := result{p: point{size: 32, resp: 32, conc: 1}, system: "grpc", err: errors.New("boom")}
+	b, err = json.Marshal(record("rate", "unpinned", false, fr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil || m["error"] != "boom" || m["allocs_per_op"] != -1.0 {
+		t.Errorf("failed point: %s (%v)", b, err)
+	}
+}
+
+// TestSVGIsXML parses the plot with encoding/xml.
+func TestSVGIsXML(t *testing.T) {
+	var recs []jsonRecord
+	for _, sys := range []string{"erpc", "raw-udp", "a<b&c"} {
+		for _, size := range []int{128, 4096, 1 << 20} {
+			for _, c := range []int{1, 16} {
+				r := sampleResult()
+				r.system, r.p.size, r.p.resp, r.p.conc = sys, size, size, c
+				recs = append(recs, record("table", "x", false, r))
+			}
+		}
+	}
+	for _, in := range [][]jsonRecord{recs, recs[:1], nil} {
+		svg := plotSVG("table", in)
+		d := xml.NewDecoder(bytes.NewReader(svg))
+		var names []string
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("invalid XML: %v\n%s", err, svg)
+			}
+			if se, ok := tok.(xml.StartElement); ok {
+				names = append(names, se.Name.Local)
+			}
+		}
+		if len(names) == 0 || names[0] != "svg" {
+			t.Fatalf("root element %v", names)
+		}
+		if len(in) > 1 {
+			sort.Strings(names)
+			if i := sort.SearchStrings(names, "polyline"); i == len(names) || names[i] != "polyline" {
+				t.Fatal("no lines drawn")
+			}
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	c, err := parseFlags([]string{"table", "-quick", "-vs", "grpc,raw-udp", "-size", "4K,1M"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.sizes) != 2 || c.sizes[0] != 4096 || c.sizes[1] != 1<<20 {
+		t.Errorf("sizes %v", c.sizes)
+	}
+	if c.systems[0] != "erpc" || len(c.systems) != 3 {
+		t.Errorf("systems %v", c.systems)
+	}
+	for _, s := range []string{"slo", "raft", "nope"} {
+		if _, err := parseFlags([]string{s}, io.Discard); err == nil {
+			t.Errorf("scenario %q accepted", s)
+		}
+	}
+	if c, _ := parseFlags([]string{"bandwidth"}, io.Discard); c.resp != 32 || c.sizes[0] != 8<<20 {
+		t.Errorf("bandwidth defaults: resp %d sizes %v", c.resp, c.sizes)
+	}
+}

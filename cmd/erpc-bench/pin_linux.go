@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// pinProcess restricts every thread of this process to cpu. Affinity is
+// per thread on Linux and new threads inherit their creator's, so setting
+// it on every existing thread pins the whole Go runtime, including the
+// threads it starts later.
+func pinProcess(cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return unix.SchedSetaffinity(0, &set)
+	}
+	var first error
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// numCPU counts the CPUs this process may run on.
+func numCPU() int {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return 1
+	}
+	return set.Count()
+}
+
+// setDeathSignal kills the server if the client dies without closing it.
+func setDeathSignal(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

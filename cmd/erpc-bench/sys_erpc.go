@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/erpc-go/erpc"
+)
+
+// erpc's busy-poll spin: long enough to cover the gaps inside a measured
+// point, short enough that an idle server between points gives the core
+// back to whichever system is being measured.
+const busySpin = 20 * time.Millisecond
+
+var memSeq atomic.Int64
+
+// erpcOptions are the endpoint options both sides share.
+func erpcOptions(busy bool, loss float64, window int) []erpc.Option {
+	var o []erpc.Option
+	if busy {
+		o = append(o, erpc.WithBusyPoll(busySpin))
+	}
+	if loss > 0 {
+		o = append(o, erpc.WithPacketLoss(loss))
+	}
+	if window > 0 {
+		o = append(o, erpc.WithWindow(window))
+	}
+	return o
+}
+
+// erpcListenAddr is where a server of the given transport listens.
+func erpcListenAddr(transport string) string {
+	switch transport {
+	case "shm":
+		return fmt.Sprintf("shm:///tmp/erpc-bench-%d.sock", os.Getpid())
+	case "memnet":
+		return fmt.Sprintf("mem://erpc-bench-srv-%d", memSeq.Add(1))
+	}
+	return "127.0.0.1:0"
+}
+
+// erpcClientAddr is where a client endpoint of the transport listens.
+func erpcClientAddr(transport string) string {
+	switch transport {
+	case "shm":
+		return "shm://"
+	case "memnet":
+		return fmt.Sprintf("mem://erpc-bench-cli-%d", memSeq.Add(1))
+	}
+	return "127.0.0.1:0"
+}
+
+type erpcServer struct {
+	ep *erpc.Endpoint
+	at string
+}
+
+func newErpcServer(cfg srvConfig) (serverImpl, error) {
+	addr := erpcListenAddr(cfg.transport)
+	ep, err := erpc.Listen(addr, erpcOptions(cfg.busy, cfg.loss, cfg.window)...)
+	if err != nil {
+		return nil, fmt.Errorf("erpc.Listen(%q): %w", addr, err)
+	}
+	// Echo answers with a copy of the request in the slot's reusable
+	// response buffer: the zero-allocation form (Respond takes ownership of
+	// its argument, so the request's own Data cannot be sent back).
+	ep.HandleRaw("Echo", func(r *erpc.Request) {
+		out := r.ResponseBuffer(len(r.Data()))
+		copy(out, r.Data())
+		r.Respond(out)
+	})
+	// Sink answers every request with 32 bytes, for bandwidth runs.
+	ep.HandleRaw("Sink", func(r *erpc.Request) {
+		out := r.ResponseBuffer(32)
+		copy(out, r.Data())
+		r.Respond(out)
+	})
+	switch cfg.transport {
+	case "udp":
+		addr = ep.Addr().String()
+	case "shm":
+		// The socket path is the address; it goes when the endpoint closes.
+	}
+	return &erpcServer{ep: ep, at: addr}, nil
+}
+
+func (s *erpcServer) addr() string { return s.at }
+func (s *erpcServer) close()       { s.ep.Close() }
+func (s *erpcServer) control(args []string) (string, error) {
+	return "", fmt.Errorf("unknown command %q", args[0])
+}
+
+// erpcMethod picks the handler for a point: Echo, or Sink for 32-byte
+// responses to larger requests.
+func erpcMethod(p point) (string, error) {
+	switch {
+	case p.resp == p.size:
+		return "Echo", nil
+	case p.resp == 32:
+		return "Sink", nil
+	}
+	return "", fmt.Errorf("response size %d: erpc server answers echo or 32 bytes", p.resp)
+}
+
+// erpcClient is the client side: one endpoint, sessions dialed to the
+// server as points need them. With async set it drives calls from the
+// endpoint's loop through Session.Go continuations (system "erpc"),
+// otherwise from goroutines blocked in Session.Call ("erpc-call").
+type erpcClient struct {
+	ep       *erpc.Endpoint
+	target   string
+	sessions []*erpc.Session
+	async    bool
+}
+
+func newErpcClient(srvAddr string, cfg *config, loss float64, async bool) (*erpcClient, error) {
+	laddr := erpcClientAddr(cfg.transport)
+	ep, err := erpc.Listen(laddr, erpcOptions(cfg.busy, loss, cfg.window)...)
+	if err != nil {
+		return nil, fmt.Errorf("erpc.Listen(%q): %w", laddr, err)
+	}
+	c := &erpcClient{ep: ep, target: srvAddr, async: async}
+	if err := c.ensureSessions(1); err != nil {
+		ep.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// ensureSessions dials until the client has n sessions, several at a
+// time: each Dial waits a round trip for the server to accept.
+func (c *erpcClient) ensureSessions(n int) error {
+	need := n - len(c.sessions)
+	if need <= 0 {
+		return nil
+	}
+	out := make([]*erpc.Session, need)
+	var firstErr error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(need, 64) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= need {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				s, err := c.ep.Dial(ctx, c.target)
+				cancel()
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("dial %s: %w", c.target, err)
+					}
+					mu.Unlock()
+					return
+				}
+				out[i] = s
+			}
+		}()
+	}
+	wg.Wait()
+	for _, s := range out {
+		if s != nil {
+			c.sessions = append(c.sessions, s)
+		}
+	}
+	return firstErr
+}
+
+func (c *erpcClient) close() {
+	for _, s := range c.sessions {
+		s.Close()
+	}
+	c.ep.Close()
+}
+
+func (c *erpcClient) run(p point, m *meter) error {
+	method, err := erpcMethod(p)
+	if err != nil {
+		return err
+	}
+	if err := c.ensureSessions(max(p.sessions, 1)); err != nil {
+		return err
+	}
+	sess := c.sessions[:max(p.sessions, 1)]
+	if c.async {
+		return c.runAsync(p, m, method, sess)
+	}
+	return c.runBlocking(p, m, method, sess)
+}
+
+// asyncSlot is one call in flight, reissued from its own continuation;
+// its callback is bound once, so reissuing allocates nothing.
+type asyncSlot struct {
+	d    *asyncDriver
+	t0   time.Time
+	req  []byte
+	resp []byte
+	fn   func([]byte, error)
+}
+
+type asyncDriver struct {
+	m      *meter
+	rec    *recorder // touched only on the endpoint's loop
+	method string
+	sess   []*erpc.Session
+	next   atomic.Uint64
+	want   int
+	wg     sync.WaitGroup
+}
+
+var errShortResponse = errors.New("response of the wrong size")
+
+func (s *asyncSlot) issue() {
+	d := s.d
+	i := d.next.Add(1)
+	s.t0 = time.Now()
+	d.sess[int(i%uint64(len(d.sess)))].Go(d.method, s.req, s.resp[:0], s.fn)
+}
+
+func (s *asyncSlot) complete(resp []byte, err error) {
+	d := s.d
+	if err == nil && len(resp) != d.want {
+		err = errShortResponse
+	}
+	d.rec.done(d.m, s.t0, err)
+	if d.m.stopped() {
+		d.wg.Done()
+		return
+	}
+	s.issue()
+}
+
+func (c *erpcClient) runAsync(p point, m *meter, method string, sess []*erpc.Session) error {
+	d := &asyncDriver{m: m, rec: m.recorder(), method: method, sess: sess, want: p.resp}
+	slots := make([]*asyncSlot, p.conc)
+	for i := range slots {
+		s := &asyncSlot{d: d, req: payload(p.size), resp: make([]byte, 0, p.resp)}
+		s.fn = s.complete
+		slots[i] = s
+	}
+	d.wg.Add(len(slots))
+	for _, s := range slots {
+		s.issue()
+	}
+	d.wg.Wait()
+	return nil
+}
+
+func (c *erpcClient) runBlocking(p point, m *meter, method string, sess []*erpc.Session) error {
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	for g := range p.conc {
+		rec := m.recorder()
+		req, resp := payload(p.size), make([]byte, 0, p.resp)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := g; !m.stopped(); k += p.conc {
+				t0 := time.Now()
+				out, err := sess[k%len(sess)].Call(ctx, method, req, resp[:0])
+				if err == nil && len(out) != p.resp {
+					err = errShortResponse
+				}
+				rec.done(m, t0, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// payload is a request of n bytes, not all zero.
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + 1)
+	}
+	return b
+}
