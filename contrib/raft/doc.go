@@ -1,2 +1,83 @@
 // Package raft is a hashicorp/raft Transport over erpc-go.
+//
+//	t, err := erpcraft.New("127.0.0.1:7000", erpcraft.Config{})
+//	r, err := raft.NewRaft(cfg, fsm, logs, stable, snaps, t)
+//
+// A raft.ServerAddress is an erpc target ("127.0.0.1:7000", "mem://n1").
+// The Transport implements raft.Transport, raft.WithPreVote and
+// raft.WithClose. One erpc endpoint (one event loop) serves the peers' RPCs
+// and carries this node's calls; NewWithEndpoint shares an endpoint with
+// other services (the kvstore replicas serve their client API on it).
+//
+// # Server side
+//
+// Every RPC method is a HandleRaw handler that runs inline on the event loop
+// and never blocks: it copies the request once, decodes it (the structs
+// alias the copy, which raft may keep), hands it to raft and returns; the
+// answer is sent later from another goroutine, which erpc allows.
+//
+//   - AppendEntries, RequestVote, RequestPreVote and TimeoutNow go to
+//     Consumer(). raft's main loop handles RPCs one at a time and answers
+//     each before taking the next, so one responder goroutine waits on the
+//     answers in queue order (rather than a goroutine per request). The
+//     queue is bounded (Config.QueueDepth); when it is full the request is
+//     refused with ResourceExhausted, which raft treats as a failed RPC.
+//   - Heartbeats have a method of their own. When raft has installed its
+//     heartbeat handler (SetHeartbeatHandler), a dedicated goroutine runs
+//     it, so a heartbeat never waits behind the main loop or a follower's
+//     disk; without it they take the normal path.
+//   - InstallSnapshot arrives as a stream of chunk calls (snapshot.go). The
+//     first chunk starts the RPC with an io.Reader that yields the chunks'
+//     bytes straight from erpc's buffers; a chunk is answered only once raft
+//     has read it, which is the flow control.
+//
+// # Client side
+//
+// Each peer gets up to three erpc sessions, dialed on first use: bulk
+// (AppendEntries, votes, TimeoutNow), heartbeat (so heartbeats never queue
+// in the bulk session's window behind large AppendEntries) and snapshot. A
+// heartbeat is recognised by raft's shape for it (a term and a leader,
+// nothing else) and gets its own, shorter timeout (Config.HeartbeatTimeout).
+// A session whose call fails with Unavailable or DeadlineExceeded is
+// dropped and the next RPC dials again, which also finds a peer that came
+// back elsewhere under the same name.
+//
+// AppendEntriesPipeline sends with Session.Go; erpc completes calls in any
+// order, so sent futures wait in a FIFO whose capacity is the pipeline
+// depth (Config.MaxInFlight, default 4; 1 disables pipelining) and one
+// goroutine hands them to Consumer() in send order. A future with no answer
+// after Config.Timeout fails, so raft's replication goroutine, which may be
+// blocked sending the next entry, always moves on.
+//
+// InstallSnapshot sends Config.SnapshotChunkSize chunks (1 MiB) one at a
+// time, within Timeout * (1 + Size/SnapshotBytesPerTimeout) in all; the
+// server waits at most Timeout for each next chunk. raft may answer before
+// reading everything (a stale term); the client then stops early.
+//
+// # Encoding
+//
+// Hand-written binary (codec.go): uvarints, length-prefixed byte strings
+// that keep nil apart from empty, a presence byte for optional parts. Log
+// times travel as Unix nanoseconds, without the monotonic reading or the
+// location. Every field of every request and response is carried, which
+// the round-trip tests check with reflect.DeepEqual.
+//
+// # Faults, for tests
+//
+// Config.Drop is asked before every outgoing RPC and fails it at once with
+// ErrDropped when it says so. The cluster tests build partitions on it
+// (kvstore.Faults); packet loss comes from erpc.WithPacketLoss, which erpc
+// recovers from by retransmission.
+//
+// # Notes
+//
+// Request buffers are never reused after a failed call: erpc may still read
+// a request's buffer after a Call that failed has returned (seen under the
+// race detector with packet loss); a fresh buffer per call avoids it.
+//
+// The erpc event loop spins for 50 µs after its last work by default
+// (erpc.WithSpin). Several endpoints in one process on a small machine
+// (three replicas and a client on two cores, say) then spend the cores
+// spinning, and raft's goroutines wait: there, WithSpin(0) is several times
+// faster.
 package raft

@@ -1,0 +1,32 @@
+package raftbench
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc"
+)
+
+// TestExperiment is a scratch knob board (temporary).
+func TestExperiment(t *testing.T) {
+	if os.Getenv("RB_EXP") == "" {
+		t.Skip()
+	}
+	cfg := Config{Transport: os.Getenv("RB_TR"), Network: os.Getenv("RB_NET"), Warmup: 300 * time.Millisecond, Duration: 2 * time.Second}
+	if v := os.Getenv("RB_SPIN"); v != "" {
+		d, _ := time.ParseDuration(v)
+		cfg.EndpointOptions = append(cfg.EndpointOptions, erpc.WithSpin(d))
+	}
+	if v := os.Getenv("RB_INFLIGHT"); v != "" {
+		cfg.ErpcTransport.MaxInFlight, _ = strconv.Atoi(v)
+	}
+	cfg.Direct = os.Getenv("RB_DIRECT") != ""
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(res)
+}
