@@ -28,10 +28,11 @@ import (
 // is readable; Wake interrupts it by moving the read deadline into the past
 // after raising a flag that Wait checks, so a wake-up is never lost.
 type Transport struct {
-	conn  *net.UDPConn
-	rc    syscall.RawConn
-	local netip.AddrPort
-	v6    bool // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
+	packetSize int // Options.PacketSize, resolved
+	conn       *net.UDPConn
+	rc         syscall.RawConn
+	local      netip.AddrPort
+	v6         bool // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
 
 	woken  atomic.Bool
 	closed atomic.Bool

@@ -15,8 +15,9 @@ import (
 // Transport is a UDP socket. This portable version reads with a goroutine
 // that blocks in the netpoller and queues datagrams for Receive.
 type Transport struct {
-	conn  *net.UDPConn
-	local netip.AddrPort
+	packetSize int // Options.PacketSize, resolved
+	conn       *net.UDPConn
+	local      netip.AddrPort
 
 	mu      sync.Mutex
 	queue   []datagram // arrived, not yet received
