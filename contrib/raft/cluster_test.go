@@ -3,6 +3,7 @@ package raft_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -218,5 +219,39 @@ func TestClusterPartitionedLeaderStepsDown(t *testing.T) {
 	converge(t, c)
 	if c.Replica(old).Raft.State() == raft.Leader && leader(t, c) != old {
 		t.Fatal("two leaders")
+	}
+}
+
+// A whole cluster, raft included, leaves no goroutine behind once stopped:
+// the transports' Close waits for every goroutine they started.
+func TestClusterCloseLeavesNoGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	c, err := kvstore.StartCluster(kvstore.ClusterConfig{Network: "mem"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Leader(5 * time.Second); err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	cl, err := kvstore.NewClient(1, "mem://", c.APIAddrs())
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	puts(t, cl, 0, 20)
+	if err := c.Restart(0); err != nil { // a restarted replica too
+		t.Fatal(err)
+	}
+	puts(t, cl, 20, 5)
+	cl.Close()
+	c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -84,6 +84,7 @@ type linConfig struct {
 	nemesis  bool
 	isolate  int // with stale: isolate this follower all along (-1: none)
 	seed     uint64
+	faults   map[string]int // filled in by the nemesis: actions taken
 }
 
 // runWorkload runs concurrent clients against a cluster and returns the
@@ -166,24 +167,41 @@ func runWorkload(t *testing.T, lc linConfig) []porcupine.Operation {
 		}()
 	}
 	if lc.nemesis {
+		// The nemesis cycles through its actions in a seeded random order,
+		// so that every run isolates the leader, restarts a replica (the
+		// leader itself at times) and heals, whatever the seed.
+		actions := []string{"isolate", "restart", "heal", "restart-leader", "heal"}
 		deadline := time.Now().Add(lc.duration)
-		for time.Now().Before(deadline) {
-			time.Sleep(time.Duration(200+rng.IntN(400)) * time.Millisecond)
-			switch rng.IntN(3) {
-			case 0:
+		for step := 0; time.Now().Before(deadline); step++ {
+			if step%len(actions) == 0 {
+				rng.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })
+			}
+			time.Sleep(time.Duration(150+rng.IntN(300)) * time.Millisecond)
+			switch a := actions[step%len(actions)]; a {
+			case "isolate":
 				if l, err := c.Leader(time.Second); err == nil {
 					t.Logf("nemesis: isolate leader r%d", l)
 					c.Faults.Isolate(c.RaftAddr(l))
+					lc.faults[a]++
 				}
-			case 1:
+			case "restart", "restart-leader":
 				i := rng.IntN(c.N())
+				if a == "restart-leader" {
+					l, err := c.Leader(time.Second)
+					if err != nil {
+						continue
+					}
+					i = l
+				}
 				t.Logf("nemesis: restart r%d", i)
 				if err := c.Restart(i); err != nil {
 					t.Errorf("restart r%d: %v", i, err)
 				}
-			case 2:
+				lc.faults[a]++
+			case "heal":
 				t.Log("nemesis: heal")
 				c.Faults.Heal()
+				lc.faults[a]++
 			}
 		}
 		c.Faults.Heal()
@@ -223,9 +241,15 @@ func countOps(h []porcupine.Operation) (done, pending int) {
 func TestLinearizableUnderFaults(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
-	h := runWorkload(t, linConfig{duration: 4 * time.Second, clients: 5, keys: 3, loss: 0.02, nemesis: true, isolate: -1, seed: seed})
+	faults := map[string]int{}
+	h := runWorkload(t, linConfig{duration: 4 * time.Second, clients: 5, keys: 3, loss: 0.02, nemesis: true, isolate: -1, seed: seed, faults: faults})
 	done, pending := countOps(h)
-	t.Logf("%d operations completed, %d pending forever", done, pending)
+	t.Logf("%d operations completed, %d pending forever; faults %v", done, pending, faults)
+	for _, a := range []string{"isolate", "restart", "restart-leader", "heal"} {
+		if faults[a] == 0 {
+			t.Errorf("the nemesis never did %q", a)
+		}
+	}
 	if done < 50 {
 		t.Fatalf("only %d operations completed", done)
 	}
