@@ -12,6 +12,7 @@ type bench struct {
 	out    *output
 	srvCPU int
 	failed []error
+	base1  map[string]float64 // sessions: requests/s with one session, per point
 }
 
 // pin puts the client on CPU 1 and its servers on CPU 0 when the machine
@@ -53,15 +54,23 @@ func (p *peer) stop() {
 func (b *bench) start(system string, loss float64) (*peer, error) {
 	cfg := b.cfg
 	defer watchdog("starting "+system, 60*time.Second)()
-	srv, err := startServer(srvConfig{system: system, transport: cfg.transport, busy: cfg.busy,
+	if system == "memcpy" {
+		return &peer{system: system, cli: memcpyClient{}}, nil
+	}
+	// erpc-udp is erpc over UDP beside erpc over another -transport.
+	srvSys, tr := system, cfg.transport
+	if system == "erpc-udp" {
+		srvSys, tr = "erpc", "udp"
+	}
+	srv, err := startServer(srvConfig{system: srvSys, transport: tr, busy: cfg.busy,
 		loss: loss, window: cfg.window, cpu: b.srvCPU})
 	if err != nil {
 		return nil, err
 	}
 	p := &peer{system: system, srv: srv}
 	switch system {
-	case "erpc", "erpc-call":
-		p.cli, err = newErpcClient(srv.addr, cfg, loss, system == "erpc")
+	case "erpc", "erpc-call", "erpc-udp":
+		p.cli, err = newErpcClient(srv.addr, tr, cfg, loss, system != "erpc-call")
 	case "raw-udp":
 		p.cli, err = newRawUDPClient(srv.addr, cfg)
 	case "raw-shm":
@@ -142,12 +151,14 @@ func (b *bench) runGrid(loss float64, extra func(*result)) error {
 func (b *bench) measure(p *peer, pt point) result {
 	b.out.progressStart(p.system, pt)
 	defer watchdog(fmt.Sprintf("%s %s c=%d", p.system, humanSize(pt.size), pt.conc), pt.warmup+pt.dur+60*time.Second)()
+	if p.system == "memcpy" {
+		// One stream of copies, briefly: a reference, not a contestant.
+		pt.resp, pt.conc, pt.dur = 0, 1, min(pt.dur, 500*time.Millisecond)
+	}
 	r := measure(p.cli, pt)
 	r.system = p.system
 	r.tr = transportOf(p.system, b.cfg.transport)
 	switch p.system {
-	case "raw-udp":
-		r.inlight = rawInflight(pt)
 	case "raw-shm":
 		r.inlight = shmInflight(pt)
 	}
@@ -172,7 +183,9 @@ func transportOf(system, erpcTransport string) string {
 	switch system {
 	case "erpc", "erpc-call":
 		return erpcTransport
-	case "raw-udp":
+	case "memcpy":
+		return "mem"
+	case "raw-udp", "erpc-udp":
 		return "udp"
 	case "raw-shm":
 		return "shm"
@@ -255,12 +268,26 @@ func (b *bench) sessionsOne(system string, n int) error {
 	}
 	// The first session existed before the baseline.
 	opened := float64(max(n-1, 1))
+	if b.base1 == nil {
+		b.base1 = map[string]float64{}
+	}
 	for _, pt := range b.points(n, 0) {
 		r := b.measure(p, pt)
-		r.extra = map[string]any{
-			"mem_per_session_bytes": float64(heap1-heap0) / opened,
-			"rss_per_session_bytes": float64(rss1-rss0) / opened,
-			"dial_s":                dialSecs,
+		if r.extra == nil {
+			r.extra = map[string]any{}
+		}
+		r.extra["mem_per_session_bytes"] = float64(heap1-heap0) / opened
+		r.extra["rss_per_session_bytes"] = float64(rss1-rss0) / opened
+		r.extra["dial_s"] = dialSecs
+		key := fmt.Sprintf("%s/%d/%d", system, pt.size, pt.conc)
+		if r.secs > 0 {
+			qps := float64(r.ops) / r.secs
+			if n == 1 {
+				b.base1[key] = qps
+			}
+			if q := b.base1[key]; q > 0 {
+				r.extra["rel_1session"] = qps / q
+			}
 		}
 		if n == 1 {
 			r.extra["mem_per_session_bytes"] = 0.0

@@ -28,11 +28,12 @@ type config struct {
 	pin       bool
 	window    int
 	rawDgram  int
+	rawWindow int
 	progress  bool
 }
 
 // allSystems lists every system erpc-bench knows, in display order.
-var allSystems = []string{"erpc", "erpc-call", "raw-udp", "raw-shm", "grpc", "netrpc", "drpc"}
+var allSystems = []string{"erpc", "erpc-call", "erpc-udp", "raw-udp", "raw-shm", "grpc", "netrpc", "drpc"}
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
 // reduced grid for -quick.
@@ -73,7 +74,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.quick, "quick", false, "reduced grid")
 	fs.BoolVar(&c.pin, "pin", true, "pin the server to CPU 0 and the client to CPU 1 (when there are two or more)")
 	fs.IntVar(&c.window, "window", 0, "erpc: concurrent requests per session (0: library default)")
-	fs.IntVar(&c.rawDgram, "raw-dgram", 1472, "raw-udp: datagram size in bytes (erpc's default packet size)")
+	fs.IntVar(&c.rawDgram, "raw-dgram", 0, "raw-udp: datagram size in bytes (0: the size erpc's UDP transport uses on loopback)")
+	fs.IntVar(&c.rawWindow, "raw-window", 0, "raw-udp: request bytes in flight, unacknowledged (0: 4 MiB)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
@@ -126,8 +128,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.dur <= 0 || c.warmup < 0 {
 		return nil, fmt.Errorf("-d must be positive and -warmup not negative")
 	}
-	if c.rawDgram < 64 || c.rawDgram > 65507 {
-		return nil, fmt.Errorf("-raw-dgram: want 64..65507")
+	if c.rawDgram != 0 && (c.rawDgram < 64 || c.rawDgram > 65507) {
+		return nil, fmt.Errorf("-raw-dgram: want 0 or 64..65507")
 	}
 	c.systems = []string{"erpc"}
 	list := splitList(*vs)
@@ -141,6 +143,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if s != "erpc" && !contains(c.systems, s) {
 			c.systems = append(c.systems, s)
 		}
+	}
+	if c.scenario == "bandwidth" {
+		// The reference for bytes moved: a plain copy in one process.
+		c.systems = append(c.systems, "memcpy")
 	}
 	if c.scenario == "sessions" || c.scenario == "loss" {
 		// Only erpc has sessions to multiplex and loss injection to recover

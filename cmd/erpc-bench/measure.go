@@ -34,6 +34,18 @@ type meter struct {
 	recs   []*recorder
 	t0, t1 time.Time
 	m0, m1 uint64 // client Mallocs at t0 and t1
+	extra  map[string]any
+}
+
+// setExtra attaches a system-specific figure to the point's result (an
+// extra JSON field).
+func (m *meter) setExtra(k string, v any) {
+	m.mu.Lock()
+	if m.extra == nil {
+		m.extra = map[string]any{}
+	}
+	m.extra[k] = v
+	m.mu.Unlock()
 }
 
 // recorder is one goroutine's share of a point's results.
@@ -141,6 +153,7 @@ func measure(c client, p point) result {
 			res.firstErr = r.bad
 		}
 	}
+	res.extra = m.extra
 	res.secs = m.t1.Sub(m.t0).Seconds()
 	res.allocs = -1
 	if res.ops > 0 {

@@ -34,8 +34,9 @@ type jsonRecord struct {
 	MeanUs   float64        `json:"mean_us"`
 	MaxUs    float64        `json:"max_us"`
 	Busy     bool           `json:"busy"`
-	Inflight int            `json:"inflight,omitempty"` // calls in flight, where the system caps -c
-	Error    string         `json:"error,omitempty"`    // the point could not be measured, or the first failed call
+	GBps     float64        `json:"gbytes_per_s,omitempty"` // request bytes per second / 1e9 (bandwidth)
+	Inflight int            `json:"inflight,omitempty"`     // calls in flight, where the system caps -c
+	Error    string         `json:"error,omitempty"`        // the point could not be measured, or the first failed call
 	Extra    map[string]any `json:"-"`
 }
 
@@ -73,6 +74,9 @@ func record(scenario, cores string, busy bool, r result) jsonRecord {
 	if r.secs > 0 {
 		j.QPS = round3(float64(r.ops) / r.secs)
 		j.Gbps = round3(float64(r.ops) * float64(r.p.size+r.p.resp) * 8 / r.secs / 1e9)
+		if scenario == "bandwidth" {
+			j.GBps = round3(float64(r.ops) * float64(r.p.size) / r.secs / 1e9)
+		}
 	}
 	if r.inlight > 0 && r.inlight != r.p.conc {
 		j.Inflight = r.inlight
@@ -224,7 +228,9 @@ func (o *output) columns() []string {
 	case "loss":
 		c = append(c, "rel", "errors")
 	case "sessions":
-		c = append(c, "B/sess")
+		c = append(c, "rel", "B/sess")
+	case "bandwidth":
+		c = append(c, "GB/s")
 	}
 	return c
 }
@@ -269,7 +275,7 @@ func (o *output) flushRow() {
 	fmt.Fprintln(o.w, b.String())
 	for _, j := range o.row {
 		if j.Ops == 0 && j.Error == "" {
-			j.Error = "no call completed in the measured window"
+			j.Error = fmt.Sprintf("no call completed in the %v measured window (calls slower than -d? raise it)", o.cfg.dur)
 		}
 		if j.Error != "" || j.Errors > 0 {
 			fmt.Fprintf(o.w, "#   %s %s c=%d: %d errors; %s\n", j.System, humanSize(j.Size), j.Concurrency, j.Errors, j.Error)
@@ -297,10 +303,14 @@ func cell(j jsonRecord, col string) string {
 	case "QPS":
 		return humanCount(j.QPS)
 	case "rel":
-		if v, ok := j.Extra["rel_lossless"].(float64); ok {
-			return fmt.Sprintf("%.3f", v)
+		for _, k := range []string{"rel_lossless", "rel_1session"} {
+			if v, ok := j.Extra[k].(float64); ok {
+				return fmt.Sprintf("%.3f", v)
+			}
 		}
 		return "-"
+	case "GB/s":
+		return fmt.Sprintf("%.2f", j.GBps)
 	case "errors":
 		return fmt.Sprint(j.Errors)
 	case "B/sess":

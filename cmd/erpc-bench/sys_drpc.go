@@ -55,8 +55,10 @@ func (drpcDesc) Method(n int) (string, drpc.Encoding, drpc.Receiver, any, bool) 
 	return "", nil, nil, nil, false
 }
 
-// drpcManager raises the reader's 4 MiB message limit to carry 8 MiB.
-var drpcManager = drpcmanager.Options{Reader: drpcwire.ReaderOptions{MaximumBufferSize: 64 << 20}}
+// drpcManager raises the reader's 4 MiB message limit to 1 GiB.
+var drpcManager = drpcmanager.Options{Reader: drpcwire.ReaderOptions{MaximumBufferSize: drpcMaxMsg}}
+
+const drpcMaxMsg = 1 << 30
 
 type drpcServer struct {
 	lis    net.Listener
@@ -114,6 +116,9 @@ func (c *drpcClient) close() {
 }
 
 func (c *drpcClient) run(p point, m *meter) error {
+	if max(p.size, p.resp) > drpcMaxMsg {
+		return fmt.Errorf("drpc: a %d-byte message exceeds the 1 GiB limit set here", max(p.size, p.resp))
+	}
 	if err := c.ensure(p.conc); err != nil {
 		return err
 	}

@@ -119,8 +119,8 @@ type erpcClient struct {
 	async    bool
 }
 
-func newErpcClient(srvAddr string, cfg *config, loss float64, async bool) (*erpcClient, error) {
-	laddr := erpcClientAddr(cfg.transport)
+func newErpcClient(srvAddr, transport string, cfg *config, loss float64, async bool) (*erpcClient, error) {
+	laddr := erpcClientAddr(transport)
 	ep, err := erpc.Listen(laddr, erpcOptions(cfg.busy, loss, cfg.window)...)
 	if err != nil {
 		return nil, fmt.Errorf("erpc.Listen(%q): %w", laddr, err)
@@ -208,6 +208,7 @@ type asyncSlot struct {
 	req  []byte
 	resp []byte
 	fn   func([]byte, error)
+	si   int // the session of the call in flight
 }
 
 type asyncDriver struct {
@@ -218,6 +219,7 @@ type asyncDriver struct {
 	next   atomic.Uint64
 	want   int
 	wg     sync.WaitGroup
+	used   []bool // sessions that completed a measured call (loop only)
 }
 
 var errShortResponse = errors.New("response of the wrong size")
@@ -226,13 +228,17 @@ func (s *asyncSlot) issue() {
 	d := s.d
 	i := d.next.Add(1)
 	s.t0 = time.Now()
-	d.sess[int(i%uint64(len(d.sess)))].Go(d.method, s.req, s.resp[:0], s.fn)
+	s.si = int(i % uint64(len(d.sess)))
+	d.sess[s.si].Go(d.method, s.req, s.resp[:0], s.fn)
 }
 
 func (s *asyncSlot) complete(resp []byte, err error) {
 	d := s.d
 	if err == nil && len(resp) != d.want {
 		err = errShortResponse
+	}
+	if err == nil && d.m.phase.Load() == phaseMeasure {
+		d.used[s.si] = true
 	}
 	d.rec.done(d.m, s.t0, err)
 	if d.m.stopped() {
@@ -243,7 +249,7 @@ func (s *asyncSlot) complete(resp []byte, err error) {
 }
 
 func (c *erpcClient) runAsync(p point, m *meter, method string, sess []*erpc.Session) error {
-	d := &asyncDriver{m: m, rec: m.recorder(), method: method, sess: sess, want: p.resp}
+	d := &asyncDriver{m: m, rec: m.recorder(), method: method, sess: sess, want: p.resp, used: make([]bool, len(sess))}
 	slots := make([]*asyncSlot, p.conc)
 	for i := range slots {
 		s := &asyncSlot{d: d, req: payload(p.size), resp: make([]byte, 0, p.resp)}
@@ -255,6 +261,13 @@ func (c *erpcClient) runAsync(p point, m *meter, method string, sess []*erpc.Ses
 		s.issue()
 	}
 	d.wg.Wait()
+	n := 0
+	for _, u := range d.used {
+		if u {
+			n++
+		}
+	}
+	m.setExtra("sessions_used", n)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 
 	"google.golang.org/grpc"
@@ -28,7 +29,9 @@ func (grpcRawCodec) Unmarshal(data []byte, v any) error {
 
 func init() { encoding.RegisterCodec(grpcRawCodec{}) }
 
-const grpcMaxMsg = 64 << 20
+// grpcMaxMsg is gRPC's message limit here: its largest (the default is
+// 4 MiB, which would fail every call above it).
+const grpcMaxMsg = math.MaxInt32
 
 func grpcHandler(want func(*rawMsg) []byte) grpc.MethodHandler {
 	return func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {

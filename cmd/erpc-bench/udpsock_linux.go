@@ -10,16 +10,20 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/erpc-go/erpc/transport/udp"
 )
 
-// udpSock is a UDP socket read and written with raw recvfrom and sendto
-// system calls on its non-blocking descriptor, the way erpc's transport
-// does, so that the raw-udp floor waits the same way erpc does: in the
-// default mode an EAGAIN parks the goroutine in the Go netpoller (through
-// RawConn.Read), with busy set the caller spins on the socket from a
-// goroutine locked to its thread and falls back to the netpoller only
-// after idle of quiet. The callbacks are bound once, so nothing allocates
-// per datagram.
+// udpSock is a UDP socket driven the way erpc's Linux UDP transport drives
+// its own, so that raw-udp is a floor for erpc and not a different kind of
+// I/O: recvmmsg batches (with UDP_GRO), sendmmsg batches in which runs of
+// equal-sized datagrams go as one UDP_SEGMENT (GSO) train, raw non-blocking
+// system calls on the descriptor, and the same waiting: in the default
+// mode an empty socket is polled for 50 µs, yielding, before the goroutine
+// parks in the Go netpoller (RawConn.Read), like erpc's WithSpin; with busy
+// set the caller spins on the socket from a goroutine locked to its thread
+// and parks only after idle of quiet. The batches are allocated once and
+// the callbacks bound once, so nothing allocates per datagram.
 type udpSock struct {
 	conn *net.UDPConn
 	rc   syscall.RawConn
@@ -27,25 +31,64 @@ type udpSock struct {
 	busy bool
 	idle time.Duration // busy: spin this long without traffic, then park
 
-	rbuf  []byte
-	rn    int
-	rerr  syscall.Errno
-	rfn   func(uintptr) bool
-	from  unix.RawSockaddrAny
-	flen  uint32
-	sbuf  []byte
-	serr  syscall.Errno
-	sfn   func(uintptr) bool
-	to    unix.RawSockaddrAny
+	// Receive batch.
+	rxHdrs  []unix.Mmsghdr
+	rxIovs  []unix.Iovec
+	rxNames []unix.RawSockaddrInet6
+	rxCtrl  []byte
+	rxBufs  []byte
+	rxN     int
+	rxErr   syscall.Errno
+	rfn     func(uintptr) bool
+
+	// Send batch: entries of one datagram or one GSO train each.
+	gso     bool
+	txHdrs  []unix.Mmsghdr
+	txCtrl  []byte
+	txIovs  []unix.Iovec // two per datagram (header, payload); never reallocated
+	txHeads []byte       // the headers the iovecs point into
+	txSegs  []int        // datagrams per entry
+	txSize  []int        // bytes of the entry's first datagram
+	txTotal []int        // bytes of the entry
+	txEnd   int          // entries built
+	txDone  int          // entries sent
+	txErr   syscall.Errno
+	sfn     func(uintptr) bool
+
+	to    unix.RawSockaddrInet6
 	tolen uint32 // 0: the socket is connected
 
 	deadline time.Time // the read deadline set on conn
 }
 
+const (
+	sockBatch   = 32      // mmsghdrs per recvmmsg or sendmmsg, as erpc
+	sockRecvBuf = 1 << 16 // one maximal datagram or GRO train
+	sockMaxSegs = 64      // datagrams per GSO train, as erpc
+	sockHeadMax = 32      // header bytes per datagram at most
+	sockBuffer  = 8 << 20 // SO_RCVBUF and SO_SNDBUF, as erpc
+)
+
+var (
+	sockRxCtrl = unix.CmsgSpace(4)
+	sockTxCtrl = unix.CmsgSpace(2)
+)
+
 var errTimeout = errors.New("timed out")
 
 // defaultSpin is erpc's default WithSpin.
 const defaultSpin = 50 * time.Microsecond
+
+// erpcPacketSize is the datagram size erpc's UDP transport uses on the
+// loopback interface, learnt by opening one.
+func erpcPacketSize() int {
+	t, err := udp.Listen("127.0.0.1:0", udp.Options{})
+	if err != nil {
+		return 1472
+	}
+	defer t.Close()
+	return t.PacketSize()
+}
 
 func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, error) {
 	rc, err := conn.SyscallConn()
@@ -56,133 +99,280 @@ func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, err
 	rc.Control(func(fd uintptr) {
 		s.fd = fd
 		// Large buffers, as erpc asks for: FORCE passes rmem_max as root.
-		for _, opt := range []int{unix.SO_RCVBUFFORCE, unix.SO_SNDBUFFORCE} {
-			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 8<<20) != nil {
-				conn.SetReadBuffer(8 << 20)
-				conn.SetWriteBuffer(8 << 20)
-			}
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sockBuffer) != nil {
+			conn.SetReadBuffer(sockBuffer)
 		}
+		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sockBuffer) != nil {
+			conn.SetWriteBuffer(sockBuffer)
+		}
+		s.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
+		_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
 	})
+	s.rxHdrs = make([]unix.Mmsghdr, sockBatch)
+	s.rxIovs = make([]unix.Iovec, sockBatch)
+	s.rxNames = make([]unix.RawSockaddrInet6, sockBatch)
+	s.rxCtrl = make([]byte, sockBatch*sockRxCtrl)
+	s.rxBufs = make([]byte, sockBatch*sockRecvBuf)
+	for i := range s.rxHdrs {
+		s.rxIovs[i].Base = &s.rxBufs[i*sockRecvBuf]
+		s.rxIovs[i].SetLen(sockRecvBuf)
+		h := &s.rxHdrs[i].Hdr
+		h.Name = (*byte)(unsafe.Pointer(&s.rxNames[i]))
+		h.Iov = &s.rxIovs[i]
+		h.SetIovlen(1)
+		h.Control = &s.rxCtrl[i*sockRxCtrl]
+	}
+	s.txHdrs = make([]unix.Mmsghdr, sockBatch)
+	s.txCtrl = make([]byte, sockBatch*sockTxCtrl)
+	s.txIovs = make([]unix.Iovec, 0, 2*sockBatch*sockMaxSegs)
+	s.txHeads = make([]byte, sockBatch*sockMaxSegs*sockHeadMax)
+	s.txSegs = make([]int, sockBatch)
+	s.txSize = make([]int, sockBatch)
+	s.txTotal = make([]int, sockBatch)
 	s.rfn = func(fd uintptr) bool {
 		s.recvOnce(fd)
-		return s.rerr != unix.EAGAIN
+		return s.rxErr != unix.EAGAIN
 	}
 	s.sfn = func(fd uintptr) bool {
 		s.sendOnce(fd)
-		return s.serr != unix.EAGAIN
+		return s.txErr != unix.EAGAIN
 	}
 	return s, nil
 }
 
 func (s *udpSock) recvOnce(fd uintptr) {
-	s.flen = unix.SizeofSockaddrAny
-	n, _, e := syscall.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&s.rbuf[0])), uintptr(len(s.rbuf)),
-		unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&s.from)), uintptr(unsafe.Pointer(&s.flen)))
-	s.rn, s.rerr = int(n), e
-}
-
-func (s *udpSock) sendOnce(fd uintptr) {
-	var to uintptr
-	if s.tolen > 0 {
-		to = uintptr(unsafe.Pointer(&s.to))
+	for i := range s.rxHdrs {
+		h := &s.rxHdrs[i].Hdr
+		h.Namelen = unix.SizeofSockaddrInet6
+		h.SetControllen(sockRxCtrl)
+		h.Flags = 0
+		s.rxHdrs[i].Len = 0
 	}
-	_, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(&s.sbuf[0])), uintptr(len(s.sbuf)),
-		unix.MSG_DONTWAIT, to, uintptr(s.tolen))
-	s.serr = e
+	n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.rxHdrs[0])), sockBatch,
+		unix.MSG_DONTWAIT, 0, 0)
+	s.rxN, s.rxErr = int(n), e
+	if e != 0 {
+		s.rxN = 0
+	}
 }
 
-// recv reads one datagram into buf. A non-zero deadline bounds the wait
-// (errTimeout).
-func (s *udpSock) recv(buf []byte, deadline time.Time) (int, error) {
-	s.rbuf = buf
-	if s.busy {
-		spins := 0
-		start := time.Time{}
-		for {
-			s.recvOnce(s.fd)
-			if s.rerr != unix.EAGAIN {
-				break
+// recv reads one batch and returns the number of messages in it (see
+// message). A non-zero deadline bounds the wait (errTimeout).
+func (s *udpSock) recv(deadline time.Time) (int, error) {
+	for {
+		if s.busy {
+			spins := 0
+			var start time.Time
+			for {
+				s.recvOnce(s.fd)
+				if s.rxErr != unix.EAGAIN && s.rxErr != unix.EINTR {
+					break
+				}
+				if spins++; spins&255 != 0 {
+					continue
+				}
+				now := time.Now()
+				if !deadline.IsZero() && now.After(deadline) {
+					return 0, errTimeout
+				}
+				if start.IsZero() {
+					start = now
+				} else if s.idle > 0 && now.Sub(start) > s.idle {
+					// A locked thread must not park in the netpoller.
+					runtime.UnlockOSThread()
+					err := s.recvBlocking(deadline)
+					runtime.LockOSThread()
+					if err != nil {
+						return 0, err
+					}
+					break
+				}
 			}
-			if spins++; spins&255 != 0 {
-				continue
-			}
-			now := time.Now()
-			if !deadline.IsZero() && now.After(deadline) {
-				return 0, errTimeout
-			}
-			if start.IsZero() {
-				start = now
-			} else if s.idle > 0 && now.Sub(start) > s.idle {
-				// A locked thread must not park in the netpoller.
-				runtime.UnlockOSThread()
-				n, err := s.recvBlocking(deadline)
-				runtime.LockOSThread()
-				return n, err
+		} else {
+			var start time.Time
+			for {
+				s.recvOnce(s.fd)
+				if s.rxErr != unix.EAGAIN && s.rxErr != unix.EINTR {
+					break
+				}
+				now := time.Now()
+				if start.IsZero() {
+					start = now
+				} else if now.Sub(start) > defaultSpin {
+					if err := s.recvBlocking(deadline); err != nil {
+						return 0, err
+					}
+					break
+				}
+				runtime.Gosched()
 			}
 		}
-	} else {
-		// Like erpc's default loop (WithSpin, 50 µs): poll a little,
-		// yielding, before parking in the netpoller, so that a reply that
-		// comes quickly skips two thread wake-ups.
-		var start time.Time
-		for {
-			s.recvOnce(s.fd)
-			if s.rerr != unix.EAGAIN {
-				break
-			}
-			now := time.Now()
-			if start.IsZero() {
-				start = now
-			} else if now.Sub(start) > defaultSpin {
-				return s.recvBlocking(deadline)
-			}
-			runtime.Gosched()
+		switch s.rxErr {
+		case 0:
+			return s.rxN, nil
+		case unix.EAGAIN, unix.EINTR, unix.ECONNREFUSED:
+			// ECONNREFUSED: an ICMP error from an earlier send; retry.
+			continue
 		}
+		return 0, s.rxErr
 	}
-	if s.rerr != 0 {
-		return 0, s.rerr
-	}
-	return s.rn, nil
 }
 
-func (s *udpSock) recvBlocking(deadline time.Time) (int, error) {
+func (s *udpSock) recvBlocking(deadline time.Time) error {
 	if !deadline.Equal(s.deadline) {
 		s.conn.SetReadDeadline(deadline)
 		s.deadline = deadline
 	}
 	if err := s.rc.Read(s.rfn); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return 0, errTimeout
+			return errTimeout
 		}
-		return 0, err
-	}
-	if s.rerr != 0 {
-		return 0, s.rerr
-	}
-	return s.rn, nil
-}
-
-// send writes one datagram, to the last sender when replyToLast was called,
-// else to the connected peer.
-func (s *udpSock) send(buf []byte) error {
-	s.sbuf = buf
-	s.sendOnce(s.fd)
-	for s.serr == unix.EAGAIN {
-		if s.busy {
-			s.sendOnce(s.fd)
-			continue
-		}
-		if err := s.rc.Write(s.sfn); err != nil {
-			return err
-		}
-	}
-	if s.serr != 0 {
-		return s.serr
+		return err
 	}
 	return nil
 }
 
-// replyToLast makes send go to the source of the last datagram received.
-func (s *udpSock) replyToLast() {
-	s.to, s.tolen = s.from, s.flen
+// message returns message i of the last batch and the GRO segment size
+// its datagrams were coalesced with (0: one datagram).
+func (s *udpSock) message(i int) (data []byte, seg int) {
+	h := &s.rxHdrs[i]
+	if h.Hdr.Flags&unix.MSG_TRUNC != 0 {
+		return nil, 0
+	}
+	off := i * sockRecvBuf
+	data = s.rxBufs[off : off+int(h.Len)]
+	ctrl := s.rxCtrl[i*sockRxCtrl : i*sockRxCtrl+int(h.Hdr.Controllen)]
+	for len(ctrl) >= unix.SizeofCmsghdr {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+		n := int(c.Len)
+		if n < unix.SizeofCmsghdr || n > len(ctrl) {
+			break
+		}
+		if c.Level == unix.SOL_UDP && c.Type == unix.UDP_GRO && n >= unix.CmsgLen(4) {
+			seg = int(*(*int32)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)])))
+			break
+		}
+		ctrl = ctrl[min(unix.CmsgSpace(n-unix.CmsgLen(0)), len(ctrl)):]
+	}
+	if seg >= len(data) {
+		seg = 0
+	}
+	return data, seg
+}
+
+// replyTo makes sends go to the source of message i of the last batch.
+func (s *udpSock) replyTo(i int) {
+	s.to, s.tolen = s.rxNames[i], s.rxHdrs[i].Hdr.Namelen
+}
+
+// queue adds a datagram of head (at most sockHeadMax bytes, copied) and
+// payload (referenced until flush) to the send batch, sending the batch
+// first if it is full.
+func (s *udpSock) queue(head, payload []byte) error {
+	size := len(head) + len(payload)
+	e := s.txEnd - 1
+	// Join the current train: GSO, equal sizes (a shorter one ends it),
+	// within one datagram's worth of bytes, as erpc's transport does.
+	join := e >= 0 && s.gso && s.txSegs[e] < sockMaxSegs && size <= s.txSize[e] &&
+		s.txTotal[e]+size <= udp.MaxDatagram && s.txTotal[e] == s.txSegs[e]*s.txSize[e]
+	if !join {
+		if s.txEnd == sockBatch {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+		e = s.txEnd
+		s.txEnd++
+		s.txSegs[e], s.txSize[e], s.txTotal[e] = 0, size, 0
+		h := &s.txHdrs[e].Hdr
+		h.Iov = nil
+		h.SetIovlen(0)
+		h.Control = nil
+		h.SetControllen(0)
+		if s.tolen > 0 {
+			h.Name = (*byte)(unsafe.Pointer(&s.to))
+		} else {
+			h.Name = nil
+		}
+		h.Namelen = s.tolen
+	}
+	k := len(s.txIovs) / 2
+	hb := s.txHeads[k*sockHeadMax : k*sockHeadMax+len(head)]
+	copy(hb, head)
+	s.txIovs = append(s.txIovs, unix.Iovec{Base: &hb[0]})
+	s.txIovs[len(s.txIovs)-1].SetLen(len(hb))
+	if len(payload) > 0 {
+		s.txIovs = append(s.txIovs, unix.Iovec{Base: &payload[0]})
+		s.txIovs[len(s.txIovs)-1].SetLen(len(payload))
+	} else {
+		s.txIovs = append(s.txIovs, unix.Iovec{Base: &hb[0]}) // empty: keeps two per datagram
+	}
+	h := &s.txHdrs[e].Hdr
+	if s.txSegs[e] == 0 {
+		h.Iov = &s.txIovs[len(s.txIovs)-2]
+	}
+	s.txSegs[e]++
+	s.txTotal[e] += size
+	h.SetIovlen(2 * s.txSegs[e])
+	if s.txSegs[e] > 1 {
+		ctrl := s.txCtrl[e*sockTxCtrl : (e+1)*sockTxCtrl]
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[0]))
+		c.Level = unix.SOL_UDP
+		c.Type = unix.UDP_SEGMENT
+		c.SetLen(unix.CmsgLen(2))
+		*(*uint16)(unsafe.Pointer(&ctrl[unix.CmsgLen(0)])) = uint16(s.txSize[e])
+		h.Control = &ctrl[0]
+		h.SetControllen(sockTxCtrl)
+	}
+	return nil
+}
+
+func (s *udpSock) sendOnce(fd uintptr) {
+	s.txErr = 0
+	for s.txDone < s.txEnd {
+		n, _, e := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&s.txHdrs[s.txDone])),
+			uintptr(s.txEnd-s.txDone), unix.MSG_DONTWAIT, 0, 0)
+		switch e {
+		case 0:
+			s.txDone += int(n)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			s.txErr = e
+			return
+		case unix.EIO, unix.EINVAL:
+			if s.txSegs[s.txDone] > 1 {
+				s.txErr = e // GSO refused
+				return
+			}
+			s.txDone++
+		default:
+			// ENOBUFS, ECONNREFUSED: the datagram is lost, as on a network.
+			s.txDone++
+		}
+	}
+}
+
+// flush sends the batch, waiting while the socket buffer is full.
+func (s *udpSock) flush() error {
+	defer func() {
+		clear(s.txIovs)
+		s.txIovs = s.txIovs[:0]
+		s.txEnd, s.txDone = 0, 0
+	}()
+	for s.txDone < s.txEnd {
+		s.sendOnce(s.fd)
+		switch s.txErr {
+		case 0:
+		case unix.EAGAIN:
+			if !s.busy {
+				if err := s.rc.Write(s.sfn); err != nil {
+					return err
+				}
+			}
+		default:
+			// The kernel refused GSO: split the trains from now on.
+			return errors.New("UDP GSO refused by the kernel; rerun where UDP_SEGMENT works")
+		}
+	}
+	return nil
 }
