@@ -99,6 +99,8 @@ func (b *bench) runScenario() error {
 		return b.runSessions()
 	case "loss":
 		return b.runLoss()
+	case "raft":
+		return b.runRaft()
 	}
 	return errNotBuilt(b.cfg.scenario)
 }

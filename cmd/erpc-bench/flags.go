@@ -52,6 +52,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft")
 	}
+	if args[0] == "raft" {
+		return parseRaftFlags(args[1:], stderr)
+	}
 	c := &config{scenario: args[0]}
 	d, ok := scenarioDefaults[c.scenario]
 	if !ok {
@@ -223,8 +226,8 @@ func parseSize(f string) (int, error) {
 // errNotBuilt is the error of a scenario that does not exist yet.
 func errNotBuilt(s string) error {
 	switch s {
-	case "slo", "raft":
+	case "slo":
 		return fmt.Errorf("scenario %q is not built yet", s)
 	}
-	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss)", s)
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss raft)", s)
 }

@@ -111,7 +111,14 @@ func TestParseFlags(t *testing.T) {
 	if c.systems[0] != "erpc" || len(c.systems) != 3 {
 		t.Errorf("systems %v", c.systems)
 	}
-	for _, s := range []string{"slo", "raft", "nope"} {
+	rc, err := parseFlags([]string{"raft", "-vs", "raft-tcp", "-d", "1s"}, io.Discard)
+	if err != nil || len(rc.systems) != 2 || rc.systems[1] != "raft-tcp" || rc.sizes[0] != 80 || rc.conc[0] != 1 {
+		t.Errorf("raft: %+v %v", rc, err)
+	}
+	if _, err := parseFlags([]string{"raft", "-vs", "grpc"}, io.Discard); err == nil {
+		t.Error("raft -vs grpc accepted")
+	}
+	for _, s := range []string{"slo", "nope"} {
 		if _, err := parseFlags([]string{s}, io.Discard); err == nil {
 			t.Errorf("scenario %q accepted", s)
 		}

@@ -239,6 +239,8 @@ func newServerImpl(cfg srvConfig) (serverImpl, error) {
 		return newNetRPCServer(cfg)
 	case "drpc":
 		return newDRPCServer(cfg)
+	case "raft":
+		return newRaftServer(cfg)
 	}
 	return nil, fmt.Errorf("unknown system %q", cfg.system)
 }

@@ -1,0 +1,411 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/erpc-go/erpc"
+	erpcraft "github.com/erpc-go/erpc/contrib/raft"
+	"github.com/erpc-go/erpc/contrib/raft/kvstore"
+	"github.com/hashicorp/raft"
+)
+
+// The raft scenario: the latency of a replicated PUT (16-byte key, 64-byte
+// value), one client issuing them one at a time, as in eRPC's Raft
+// experiment. The cluster is 3 replicas of contrib/raft's kvstore, all in
+// one server process (each replica with its own erpc endpoint and raft
+// instance, in-memory log and snapshot stores, so no disk); the client is
+// this process, on another core. A PUT is answered once the entry is
+// committed by a majority and applied on the leader.
+//
+// System "erpc" runs raft over contrib/raft's erpc transport; "raft-tcp"
+// runs the identical cluster over hashicorp/raft's NetworkTransport on TCP
+// loopback. In both, the client reaches the leader over erpc on UDP
+// loopback, so only raft's transport differs.
+//
+// Besides the client-side latency, each system reports two figures that
+// split it: the bare erpc round trip from the client to the leader's
+// endpoint (base_rtt_p50_us), and the latency of raft.Apply issued on the
+// leader itself, without the client hop (leader_apply_p50_us), which is
+// raft's own commit path: its goroutine hand-offs plus one replication
+// round trip to the fastest follower.
+
+// raftConfig is the raft scenario's part of the command line.
+type raftConfig struct {
+	spin      time.Duration // erpc.WithSpin for every endpoint of both systems
+	inflight  int           // contrib/raft Config.MaxInFlight
+	rounds    int           // alternating rounds; -d is split between them
+	breakdown time.Duration // leader-side Apply measurement per system
+}
+
+var raftCfg raftConfig
+
+// parseRaftFlags parses "raft [flags]".
+func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{scenario: "raft", sizes: []int{raftKeySize + raftValueSize}, conc: []int{1}, transport: "udp"}
+	rc := raftConfig{}
+	fs := flag.NewFlagSet("erpc-bench raft", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&c.dur, "d", 3*time.Second, "measured duration per system (split between the rounds)")
+	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "warm-up before each round, discarded")
+	vs := fs.String("vs", "", "systems to run beside erpc: raft-tcp (hashicorp/raft's NetworkTransport on TCP loopback)")
+	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
+	fs.BoolVar(&c.pin, "pin", true, "pin the cluster process to CPU 0 and the client to CPU 1 (when there are two or more)")
+	fs.StringVar(&c.transport, "transport", "udp", "erpc transport (udp only: the cluster is another process)")
+	fs.DurationVar(&rc.spin, "spin", 0, "erpc event-loop spin after work (erpc.WithSpin) for every endpoint; 0 suits three replicas sharing a core")
+	fs.IntVar(&rc.inflight, "inflight", 0, "contrib/raft pipeline depth (Config.MaxInFlight; 0: default, 1: no pipelining)")
+	fs.IntVar(&rc.rounds, "rounds", 2, "rounds per system, in alternating order (A B B A ...)")
+	fs.DurationVar(&rc.breakdown, "breakdown", time.Second, "time per system spent measuring raft.Apply on the leader (0: skip)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.transport != "udp" {
+		return nil, fmt.Errorf("-transport: the raft scenario runs on udp only")
+	}
+	if c.dur <= 0 || c.warmup < 0 || rc.rounds < 1 || rc.breakdown < 0 {
+		return nil, fmt.Errorf("-d and -rounds must be positive, -warmup and -breakdown not negative")
+	}
+	c.systems = []string{"erpc"}
+	for _, s := range splitList(*vs) {
+		switch s {
+		case "erpc":
+		case "raft-tcp", "all":
+			if !contains(c.systems, "raft-tcp") {
+				c.systems = append(c.systems, "raft-tcp")
+			}
+		default:
+			return nil, fmt.Errorf("-vs: the raft scenario compares erpc with raft-tcp only, not %q", s)
+		}
+	}
+	raftCfg = rc
+	return c, nil
+}
+
+const (
+	raftKeySize   = 16
+	raftValueSize = 64
+	raftRespSize  = 3 // status, found, empty value
+	raftKeys      = 1000
+)
+
+// runRaft measures every system in alternating rounds and reports each
+// once, its rounds merged.
+func (b *bench) runRaft() error {
+	rc := raftCfg
+	if !b.cfg.json {
+		fmt.Fprintf(b.out.w, "# raft: 3 replicas (kvstore, in-memory stores) in one server process, client in this process; "+
+			"PUT of a %d B key and %d B value, one at a time; erpc endpoints spin %v; %d round(s) per system\n",
+			raftKeySize, raftValueSize, rc.spin, rc.rounds)
+	}
+	var peers []*raftPeer
+	for _, s := range b.cfg.systems {
+		p, err := b.startRaft(s)
+		if err != nil {
+			b.fail(s, err)
+			continue
+		}
+		defer p.stop()
+		peers = append(peers, p)
+	}
+	b.out.expect(len(peers) * rc.rounds)
+	dur := b.cfg.dur / time.Duration(rc.rounds)
+	pt := point{size: raftKeySize + raftValueSize, resp: raftRespSize, conc: 1, sessions: 1,
+		warmup: b.cfg.warmup, dur: dur}
+	merged := make([]*result, len(peers))
+	for round := range rc.rounds {
+		for j := range peers {
+			k := j
+			if round%2 == 1 {
+				k = len(peers) - 1 - j
+			}
+			r := b.measure(&peers[k].peer, pt)
+			if merged[k] == nil {
+				merged[k] = &r
+			} else {
+				mergeResult(merged[k], &r)
+			}
+		}
+	}
+	var notes []string
+	for k, p := range peers {
+		r := merged[k]
+		r.extra = map[string]any{"replicas": 3, "rounds": rc.rounds, "cluster": "one process",
+			"spin_us": float64(rc.spin) / 1e3}
+		if p.rtt > 0 {
+			r.extra["base_rtt_p50_us"] = round3(float64(p.rtt) / 1e3)
+		}
+		if rc.breakdown > 0 {
+			reply, err := p.srv.ctl("apply " + rc.breakdown.String())
+			var p50, p99 float64
+			var n int
+			if err == nil {
+				_, err = fmt.Sscan(reply, &n, &p50, &p99)
+			}
+			if err != nil {
+				b.out.warn("%s: leader-side apply: %v", p.system, err)
+			} else {
+				r.extra["leader_apply_p50_us"] = round3(p50 / 1e3)
+				r.extra["leader_apply_p99_us"] = round3(p99 / 1e3)
+				notes = append(notes, fmt.Sprintf("#   %s: bare erpc RTT client->leader p50 %s; raft.Apply on the leader (no client hop) p50 %s p99 %s over %d",
+					p.system, humanUs(float64(p.rtt)/1e3), humanUs(p50/1e3), humanUs(p99/1e3), n))
+			}
+		}
+		b.out.add(*r)
+	}
+	b.out.finish()
+	if !b.cfg.json {
+		for _, n := range notes {
+			fmt.Fprintln(b.out.w, n)
+		}
+		if len(merged) == 2 && merged[0].ops > 0 && merged[1].ops > 0 {
+			fmt.Fprintf(b.out.w, "#   p50 erpc/raft-tcp = %.2f, p99 erpc/raft-tcp = %.2f\n",
+				merged[0].h.quantile(0.5)/merged[1].h.quantile(0.5), merged[0].h.quantile(0.99)/merged[1].h.quantile(0.99))
+		}
+	}
+	return b.err()
+}
+
+// mergeResult adds round r to acc.
+func mergeResult(acc, r *result) {
+	if r.err != nil && acc.err == nil {
+		acc.err = r.err
+	}
+	if acc.firstErr == nil {
+		acc.firstErr = r.firstErr
+	}
+	if acc.allocs >= 0 && r.allocs >= 0 && acc.ops+r.ops > 0 {
+		acc.allocs = (acc.allocs*float64(acc.ops) + r.allocs*float64(r.ops)) / float64(acc.ops+r.ops)
+	}
+	acc.h.merge(&r.h)
+	acc.ops += r.ops
+	acc.errs += r.errs
+	acc.secs += r.secs
+}
+
+// raftPeer is one system's cluster process and client.
+type raftPeer struct {
+	peer
+	rtt time.Duration // bare erpc round trip client -> leader, p50
+}
+
+// startRaft starts system's cluster in a server process and connects a
+// client to it.
+func (b *bench) startRaft(system string) (*raftPeer, error) {
+	defer watchdog("starting "+system, 60*time.Second)()
+	srv, err := startServer(srvConfig{system: "raft", transport: "udp", cpu: b.srvCPU})
+	if err != nil {
+		return nil, err
+	}
+	p := &raftPeer{peer: peer{system: system, srv: srv}}
+	tr := "erpc"
+	if system == "raft-tcp" {
+		tr = "raft-tcp"
+	}
+	reply, err := srv.ctl(fmt.Sprintf("start %s %s %d", tr, raftCfg.spin, raftCfg.inflight))
+	if err != nil {
+		p.stop()
+		return nil, fmt.Errorf("starting the cluster: %w", err)
+	}
+	addrs := strings.Split(reply, ",")
+	opts := []erpc.Option{erpc.WithSpin(raftCfg.spin)}
+	cl, err := kvstore.NewClient(1, "127.0.0.1:0", addrs, opts...)
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	cl.AttemptTimeout = 2 * time.Second
+	rcl := &raftClient{cl: cl, val: make([]byte, raftValueSize)}
+	for i := range raftKeys {
+		k := make([]byte, raftKeySize)
+		copy(k, fmt.Sprintf("key-%d", i))
+		rcl.keys = append(rcl.keys, k)
+	}
+	p.cli = rcl
+	if p.rtt, err = bareRTT(addrs[0], opts, 2000); err != nil {
+		b.out.warn("%s: bare RTT: %v", system, err)
+	}
+	return p, nil
+}
+
+// bareRTT is the p50 of n empty calls to an unregistered method on target:
+// erpc's round trip with no handler work.
+func bareRTT(target string, opts []erpc.Option, n int) (time.Duration, error) {
+	ep, err := erpc.Listen("127.0.0.1:0", opts...)
+	if err != nil {
+		return 0, err
+	}
+	defer ep.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := ep.Dial(ctx, target)
+	if err != nil {
+		return 0, err
+	}
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		t0 := time.Now()
+		_, err := s.Call(ctx, "erpc-bench.none", nil, nil)
+		if erpc.CodeOf(err) != erpc.Unimplemented {
+			return 0, fmt.Errorf("bare call: %v", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	return lat[len(lat)/2], nil
+}
+
+// raftClient issues PUTs one at a time through kvstore's client, which
+// sends them to the leader and follows redirects.
+type raftClient struct {
+	cl   *kvstore.Client
+	keys [][]byte
+	val  []byte
+	n    int
+}
+
+func (c *raftClient) run(_ point, m *meter) error {
+	rec := m.recorder()
+	for !m.stopped() {
+		c.n++
+		k := c.keys[c.n%len(c.keys)]
+		c.val = strconv.AppendInt(c.val[:0], int64(c.n), 10)
+		c.val = c.val[:raftValueSize] // the digits, then the previous bytes
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		t0 := time.Now()
+		err := c.cl.Put(ctx, k, c.val)
+		rec.done(m, t0, err)
+		cancel()
+	}
+	return nil
+}
+
+func (c *raftClient) close() { c.cl.Close() }
+
+// raftServer is the cluster process. It starts idle; "start" brings the
+// cluster up, "apply" measures raft.Apply on the leader.
+type raftServer struct {
+	mu sync.Mutex
+	c  *kvstore.Cluster
+}
+
+func newRaftServer(srvConfig) (serverImpl, error) { return &raftServer{}, nil }
+
+func (s *raftServer) addr() string { return "-" }
+
+func (s *raftServer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c != nil {
+		s.c.Close()
+		s.c = nil
+	}
+}
+
+func (s *raftServer) control(args []string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case args[0] == "start" && len(args) == 4:
+		if s.c != nil {
+			return "", errors.New("already started")
+		}
+		spin, err := time.ParseDuration(args[2])
+		if err != nil {
+			return "", err
+		}
+		inflight, err := strconv.Atoi(args[3])
+		if err != nil {
+			return "", err
+		}
+		return s.start(args[1], spin, inflight)
+	case args[0] == "apply" && len(args) == 2:
+		d, err := time.ParseDuration(args[1])
+		if err != nil {
+			return "", err
+		}
+		return s.apply(d)
+	}
+	return "", fmt.Errorf("unknown command %q", strings.Join(args, " "))
+}
+
+// start brings up the cluster and returns the client API addresses,
+// the leader's first.
+func (s *raftServer) start(transport string, spin time.Duration, inflight int) (string, error) {
+	c, err := kvstore.StartCluster(kvstore.ClusterConfig{
+		Network:         "udp",
+		RaftTransport:   transport,
+		EndpointOptions: []erpc.Option{erpc.WithSpin(spin)},
+		Transport:       erpcraft.Config{MaxInFlight: inflight},
+		Raft: func(rc *raft.Config) {
+			// raft's own timeouts (1 s), not the tests' short ones: the
+			// benchmark measures the commit path, not elections.
+			d := raft.DefaultConfig()
+			rc.HeartbeatTimeout, rc.ElectionTimeout = d.HeartbeatTimeout, d.ElectionTimeout
+			rc.LeaderLeaseTimeout, rc.CommitTimeout = d.LeaderLeaseTimeout, d.CommitTimeout
+		},
+	})
+	if err != nil {
+		return "", err
+	}
+	l, err := c.Leader(10 * time.Second)
+	if err != nil {
+		c.Close()
+		return "", err
+	}
+	s.c = c
+	addrs := c.APIAddrs()
+	out := []string{addrs[l]}
+	for i, a := range addrs {
+		if i != l {
+			out = append(out, a)
+		}
+	}
+	return strings.Join(out, ","), nil
+}
+
+// apply issues PUTs as raft.Apply on the leader, one at a time, for d
+// after a short warm-up, and returns "count p50_ns p99_ns".
+func (s *raftServer) apply(d time.Duration) (string, error) {
+	if s.c == nil {
+		return "", errors.New("not started")
+	}
+	key := make([]byte, raftKeySize)
+	val := make([]byte, raftValueSize)
+	lat := make([]time.Duration, 0, 1<<16)
+	warm := time.Now().Add(d / 5)
+	end := warm.Add(d)
+	for i := 0; time.Now().Before(end); i++ {
+		l, err := s.c.Leader(5 * time.Second)
+		if err != nil {
+			return "", err
+		}
+		copy(key, fmt.Sprintf("key-%d", i%raftKeys))
+		cmd := kvstore.Command{Op: kvstore.OpPut, Key: key, Value: val}
+		t0 := time.Now()
+		err = s.c.Replica(l).Raft.Apply(kvstore.Encode(&cmd), 5*time.Second).Error()
+		dt := time.Since(t0)
+		if err != nil {
+			continue
+		}
+		if t0.After(warm) {
+			lat = append(lat, dt)
+		}
+	}
+	if len(lat) == 0 {
+		return "", errors.New("no Apply succeeded")
+	}
+	slices.Sort(lat)
+	q := func(p float64) int64 { return int64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) }
+	return fmt.Sprintf("%d %d %d", len(lat), q(0.5), q(0.99)), nil
+}
