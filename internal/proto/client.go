@@ -75,7 +75,13 @@ type clientSide struct {
 	txSeq   uint32
 	largest uint32 // largest acknowledged seq
 	acked   bool   // largest is valid
-	rr      int    // slot to serve first, rotated for fairness
+	// lastAck is when a reply last answered an in-flight packet (0: never).
+	// Retransmission timers run from it as well as from each packet's
+	// send time, as TCP restarts its timer on every ACK: packets queued
+	// behind others at a busy receiver (2 MiB of 64 KiB datagrams takes
+	// about a millisecond to copy) are late, not lost, while replies flow.
+	lastAck Time
+	rr      int // slot to serve first, rotated for fairness
 
 	waitStart Time // start of the current stretch with something outstanding
 	lastSent  Time
@@ -114,10 +120,12 @@ func (cs *clientSide) dropSlotRecords(i int) {
 }
 
 // ackPacket records that the server has packet (kind, idx) of slot i, however
-// we learned it, and drops any copy of it still in flight.
-func (cs *clientSide) ackPacket(i int, kind pktKind, idx uint32) {
+// we learned it, and drops any copy of it still in flight; news of a packet
+// restarts the retransmission timer like a reply does.
+func (cs *clientSide) ackPacket(now Time, i int, kind pktKind, idx uint32) {
 	if j := cs.flight.findPacket(uint16(i), kind, idx); j >= 0 {
 		cs.ackRecord(j)
+		cs.lastAck = now
 	}
 }
 

@@ -76,6 +76,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		return
 	}
 	cs.ackRecord(j)
+	cs.lastAck = now
 	// Only a reply to this very transmission says later-sent packets were
 	// overtaken; a record dropped because another copy was answered does not.
 	if !cs.acked || seqBefore(cs.largest, r.seq) {
@@ -113,7 +114,7 @@ func (e *Engine) onCR(now Time, s *session, h *wire.Header) {
 	}
 	if sl.respSize < 0 && h.PktIndex < sl.reqPkts && !sl.reqAcked.set(h.PktIndex) {
 		sl.reqAckedN++
-		cs.ackPacket(i, kindReq, h.PktIndex)
+		cs.ackPacket(now, i, kindReq, h.PktIndex)
 	}
 }
 
@@ -150,7 +151,7 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 	}
 	sl.lastProgress = now
 	sl.probes = 0
-	cs.ackPacket(i, kindRFR, h.PktIndex)
+	cs.ackPacket(now, i, kindRFR, h.PktIndex)
 	if !sl.respGot.set(h.PktIndex) {
 		lo, hi := dataRange(h.PktIndex, sl.respSize, s.dpp)
 		copy(sl.call.resp[lo:hi], payload)

@@ -154,7 +154,7 @@ func (e *Engine) clientDeadline(s *session) Time {
 	rto := cs.rtt.rto(cfg)
 	loss := cs.rtt.lossDelay(cfg)
 	for _, r := range cs.flight.recs {
-		d = minTime(d, r.sentAt.Add(backoff(rto, r.retx, cfg.MaxRTO)))
+		d = minTime(d, maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, r.retx, cfg.MaxRTO)))
 		if cs.acked && seqBefore(r.seq, cs.largest) {
 			d = minTime(d, r.sentAt.Add(loss))
 		}
@@ -204,7 +204,7 @@ func (e *Engine) clientTimer(now Time, s *session) {
 	loss := cs.rtt.lossDelay(cfg)
 	for j := 0; j < cs.flight.len(); {
 		r := &cs.flight.recs[j]
-		timedOut := now >= r.sentAt.Add(backoff(rto, r.retx, cfg.MaxRTO))
+		timedOut := now >= maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, r.retx, cfg.MaxRTO))
 		overtaken := cs.acked && seqBefore(r.seq, cs.largest) && now >= r.sentAt.Add(loss)
 		if timedOut || overtaken {
 			e.retransmit(now, s, j)

@@ -266,3 +266,27 @@ func TestClientTable_PeerGone(t *testing.T) {
 		t.Fatalf("call on a gone peer: %+v", ev)
 	}
 }
+
+// TestClientTable_RTORestartsOnReply: packets queued behind others at a
+// busy server are late, not lost, while its replies keep coming; the
+// retransmission timer runs from the last reply (TCP's rule), not only
+// from each packet's send time.
+func TestClientTable_RTORestartsOnReply(t *testing.T) {
+	tc := newTClient(t, Config{MinRTO: time.Millisecond})
+	req := bytes.Repeat([]byte{1}, 2*tDPP+1) // 3 packets, seqs 2..4
+	size := uint32(len(req))
+	tc.call("send", req, []out{
+		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: 1}})
+	tc.now = tc.now.Add(900 * time.Microsecond)
+	tc.step("CR 0, late", tc.srv(wire.TypeCR, 0, 0, 0, 0, 2, 0, nil), nil)
+	tc.tick("past the first copies' RTO: replies flow, nothing resent", 200*time.Microsecond, nil)
+	tc.tick("no reply for several RTOs: both resent", 5*time.Millisecond, []out{
+		{Type: wire.TypeReq, Idx: 1, Seq: 5, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 2, Seq: 6, MsgSize: size, Len: 1}})
+	tc.step("the first copy of packet 1 arrives late: its credit returns", tc.srv(wire.TypeCR, 0, 0, 0, 1, 3, 0, nil), nil)
+	if st := tc.e.Stats(); st.CreditsInUse != 1 || st.Retransmits != 2 {
+		t.Fatalf("stats %+v, want 1 credit in use (packet 2) and 2 retransmits", st)
+	}
+}
