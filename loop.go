@@ -17,6 +17,7 @@ type loopState struct {
 	now        proto.Time
 	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
 	stopped    bool
+	thread     busyThread // busy polling only
 }
 
 func (l *loopState) init() {
@@ -28,8 +29,8 @@ func (l *loopState) init() {
 func (ep *Endpoint) run() {
 	defer close(ep.loopDone)
 	if ep.opts.busyPoll {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
+		ep.loop.thread.start()
+		defer ep.loop.thread.release()
 	}
 	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
 	idleSince := ep.now()
@@ -55,7 +56,9 @@ func (ep *Endpoint) run() {
 			continue
 		}
 		if spin := ep.opts.spin; spin < 0 || now.Sub(idleSince) < spin {
-			if !ep.opts.busyPoll {
+			if ep.opts.busyPoll {
+				ep.loop.thread.idle()
+			} else {
 				runtime.Gosched()
 			}
 			continue
@@ -98,13 +101,11 @@ func (ep *Endpoint) sleep() {
 	ep.sleeping.Store(true)
 	if ep.cmds.n.Load() <= 0 { // checked after publishing sleeping: a poster sees one or the other
 		if ep.opts.busyPoll {
-			// A locked thread must not block in the netpoller: every wake-up
-			// would then be handed to it through futexes.
-			runtime.UnlockOSThread()
+			ep.loop.thread.release()
 		}
 		err := ep.tr.Wait(deadline)
 		if ep.opts.busyPoll {
-			runtime.LockOSThread()
+			ep.loop.thread.reacquire()
 		}
 		if err != nil && ep.closeErr == nil && ep.state.Load() != stateClosed {
 			ep.log.Error("erpc: transport wait failed; closing endpoint", "err", err)

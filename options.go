@@ -52,6 +52,9 @@ func WithTransport(t transport.Transport) Option { return func(o *options) { o.t
 // thread, with non-blocking system calls, for up to spin after its last
 // work before it parks: the lowest latency, at the cost of a core while it
 // spins. spin < 0 never parks. Give each busy-polling endpoint its own core.
+// Where GOMAXPROCS is 1 the loop cannot have a core to itself without
+// starving the goroutines that call it, so it stays unlocked and yields the
+// processor on every idle turn.
 func WithBusyPoll(spin time.Duration) Option {
 	return func(o *options) { o.busyPoll, o.spin = true, spin }
 }

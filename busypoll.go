@@ -1,0 +1,55 @@
+package erpc
+
+import "runtime"
+
+// busyThread manages a busy-polling loop's hold on its OS thread.
+//
+// Busy polling locks the loop to its thread and spins without yielding, so
+// the Go scheduler never hands the loop's work to another thread. That is
+// only right while other goroutines have a P of their own to run on: with
+// GOMAXPROCS = 1 (one core, or a process pinned to one CPU, which Go notices
+// and follows) a locked spinning loop would starve every goroutine that
+// calls Session.Call until the scheduler preempts it 10 ms later. There the
+// loop unlocks and yields on every idle turn instead, which costs about a
+// hundred nanoseconds when nothing else is runnable.
+type busyThread struct {
+	locked bool
+	shared bool // GOMAXPROCS was 1 at the last check
+	turns  uint32
+}
+
+// recheckEvery is how many idle turns pass between GOMAXPROCS checks.
+const recheckEvery = 1024
+
+func (b *busyThread) start() {
+	b.shared = runtime.GOMAXPROCS(0) == 1
+	b.setLocked(!b.shared)
+}
+
+// idle is called on every idle turn of the spin.
+func (b *busyThread) idle() {
+	if b.turns++; b.turns%recheckEvery == 0 {
+		b.shared = runtime.GOMAXPROCS(0) == 1
+		b.setLocked(!b.shared)
+	}
+	if b.shared {
+		runtime.Gosched()
+	}
+}
+
+// release unlocks the thread before the loop blocks, since a locked thread
+// must not block in the netpoller (every wake-up would then be handed to it
+// through futexes); reacquire takes it back afterwards.
+func (b *busyThread) release() { b.setLocked(false) }
+
+func (b *busyThread) reacquire() { b.setLocked(!b.shared) }
+
+func (b *busyThread) setLocked(lock bool) {
+	switch {
+	case lock && !b.locked:
+		runtime.LockOSThread()
+	case !lock && b.locked:
+		runtime.UnlockOSThread()
+	}
+	b.locked = lock
+}
