@@ -13,9 +13,10 @@ import (
 // size and waiting as erpc's UDP transport (see udpSock), and no protocol
 // beyond what a stream of messages needs to not overflow the receiver:
 //
-//   - a 28-byte header per datagram: message id, offset, total length,
+//   - a 32-byte header per datagram: message id, offset, total length,
 //     wanted response length, the sender's count of data datagrams received
-//     (a cumulative acknowledgement), kind, and payload bytes per datagram;
+//     (a cumulative acknowledgement), kind, payload bytes per datagram and
+//     the sender's window;
 //   - a window: a sender keeps at most rawWindow bytes of datagrams not yet
 //     acknowledged; acknowledgements ride on the datagrams going the other
 //     way, and a receiver that has nothing to send acknowledges with an
@@ -29,7 +30,7 @@ import (
 // column instead of hanging the run.
 
 const (
-	rawHdr    = 28
+	rawHdr    = 32
 	rawWindow = 4 << 20 // bytes in flight per direction
 	rawIdle   = 50 * time.Millisecond
 	rawRTO    = time.Second // a message not answered by then is lost
@@ -41,7 +42,7 @@ const (
 )
 
 type rawHeader struct {
-	seq, off, total, resp, ack, kind, chunk uint32
+	seq, off, total, resp, ack, kind, chunk, win uint32
 }
 
 func (h *rawHeader) put(b []byte) {
@@ -52,6 +53,7 @@ func (h *rawHeader) put(b []byte) {
 	binary.LittleEndian.PutUint32(b[16:], h.ack)
 	binary.LittleEndian.PutUint32(b[20:], h.kind)
 	binary.LittleEndian.PutUint32(b[24:], h.chunk)
+	binary.LittleEndian.PutUint32(b[28:], h.win)
 }
 
 func (h *rawHeader) get(b []byte) {
@@ -62,6 +64,7 @@ func (h *rawHeader) get(b []byte) {
 	h.ack = binary.LittleEndian.Uint32(b[16:])
 	h.kind = binary.LittleEndian.Uint32(b[20:])
 	h.chunk = binary.LittleEndian.Uint32(b[24:])
+	h.win = binary.LittleEndian.Uint32(b[28:])
 }
 
 // rawOut is a message being sent.
@@ -87,6 +90,7 @@ type rawStream struct {
 	lostDgrams         int64
 
 	recvd, ackSent uint32 // data datagrams received, acknowledged
+	peerWin        int    // the peer's window, in datagrams
 	cur            uint32 // message being reassembled (0: none)
 	got, total     int
 	buf            []byte
@@ -148,7 +152,7 @@ func (r *rawStream) pump() error {
 		}
 		k := min(r.chunk, len(o.data)-o.off)
 		r.h = rawHeader{seq: o.seq, off: uint32(o.off), total: uint32(len(o.data)), resp: uint32(o.resp),
-			ack: r.recvd, kind: kindData, chunk: uint32(r.chunk)}
+			ack: r.recvd, kind: kindData, chunk: uint32(r.chunk), win: uint32(r.window)}
 		r.h.put(r.hdr[:])
 		if err := r.s.queue(r.hdr[:], o.data[o.off:o.off+k]); err != nil {
 			return err
@@ -169,8 +173,8 @@ func (r *rawStream) pump() error {
 	}
 	// Nothing to carry it: acknowledge on its own once a quarter of the
 	// window is waiting (a blocked sender has a whole window waiting).
-	if !queued && r.recvd-r.ackSent >= uint32(max(r.window/4, 1)) {
-		r.h = rawHeader{ack: r.recvd, kind: kindAck, chunk: uint32(r.chunk)}
+	if !queued && r.recvd-r.ackSent >= uint32(max(r.peerWin/4, 1)) {
+		r.h = rawHeader{ack: r.recvd, kind: kindAck, chunk: uint32(r.chunk), win: uint32(r.window)}
 		r.h.put(r.hdr[:])
 		if err := r.s.queue(r.hdr[:], nil); err != nil {
 			return err
@@ -198,6 +202,9 @@ func (r *rawStream) input(d []byte) {
 	if c := int(h.chunk); c > 0 && c != r.chunk && c <= 1<<16 {
 		// Answer with the datagram size the client uses.
 		r.chunk, r.window = c, max(16, rawWindow/(c+rawHdr))
+	}
+	if h.win > 0 {
+		r.peerWin = int(h.win)
 	}
 	if h.kind != kindData {
 		return
