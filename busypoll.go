@@ -10,16 +10,24 @@ import "runtime"
 // GOMAXPROCS = 1 (one core, or a process pinned to one CPU, which Go notices
 // and follows) a locked spinning loop would starve every goroutine that
 // calls Session.Call until the scheduler preempts it 10 ms later. There the
-// loop unlocks and yields on every idle turn instead, which costs about a
-// hundred nanoseconds when nothing else is runnable.
+// loop unlocks and yields the processor right after it woke a goroutine (a
+// blocking call's caller, a worker) and otherwise every few idle turns: a
+// yield costs a trip through the scheduler's lock even when nothing else is
+// runnable, too much for every turn of a sub-microsecond shared-memory poll.
 type busyThread struct {
 	locked bool
 	shared bool // GOMAXPROCS was 1 at the last check
+	woke   bool // a goroutine was made runnable since the last yield
 	turns  uint32
 }
 
-// recheckEvery is how many idle turns pass between GOMAXPROCS checks.
-const recheckEvery = 1024
+const (
+	// recheckEvery is how many idle turns pass between GOMAXPROCS checks.
+	recheckEvery = 1024
+	// yieldEvery is how many idle turns pass between yields when no
+	// goroutine is known to be waiting for the processor.
+	yieldEvery = 32
+)
 
 func (b *busyThread) start() {
 	b.shared = runtime.GOMAXPROCS(0) == 1
@@ -32,10 +40,15 @@ func (b *busyThread) idle() {
 		b.shared = runtime.GOMAXPROCS(0) == 1
 		b.setLocked(!b.shared)
 	}
-	if b.shared {
+	if b.shared && (b.woke || b.turns%yieldEvery == 0) {
+		b.woke = false
 		runtime.Gosched()
 	}
 }
+
+// wokeGoroutine notes that the loop made a goroutine runnable, which with
+// GOMAXPROCS = 1 can only run once the loop yields.
+func (b *busyThread) wokeGoroutine() { b.woke = true }
 
 // release unlocks the thread before the loop blocks, since a locked thread
 // must not block in the netpoller (every wake-up would then be handed to it

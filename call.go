@@ -123,6 +123,7 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	if c.cont == nil {
 		c.finish(resp, err)
+		ep.loop.thread.wokeGoroutine()
 		return
 	}
 	cont := c.cont

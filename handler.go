@@ -166,6 +166,8 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 		if !ep.workers.submit(r) {
 			_ = ep.eng.Reject(now, h) // NACK: the client fails fast with ResourceExhausted
 			ep.putRequest(r)
+		} else {
+			ep.loop.thread.wokeGoroutine()
 		}
 	default:
 		r.inline = true
