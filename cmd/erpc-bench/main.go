@@ -13,6 +13,14 @@
 //	go run ./cmd/erpc-bench bandwidth -size 8M
 //	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
 //	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
+//	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
+//	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
+//	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
+//
+// -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
+// (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
+// bandwidth scenario always adds a "memcpy" column and JSON line: the same
+// sizes copied in the client's process, the reference for GB/s.
 //
 // Run "erpc-bench <scenario> -h" for the flags.
 package main
