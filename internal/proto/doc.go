@@ -50,7 +50,11 @@
 //     packets are resent. eRPC rolled the whole request back (Go-Back-N).
 //   - The RTO comes from measured RTT (RFC 6298, floor MinRTO = 1 ms,
 //     ceiling 200 ms, 5 ms before the first sample) with exponential backoff
-//     per packet; eRPC used a fixed 5 ms. Replies carry the time the server
+//     per packet; eRPC used a fixed 5 ms. Like TCP's, the timer restarts
+//     on every reply (it runs from the later of the packet's send time and
+//     the session's last reply): with 64 KiB datagrams a burst of credits
+//     takes a millisecond to drain at the receiver, late but not lost.
+//     Replies carry the time the server
 //     held the packet (wire.Header.HoldMicros), which the client subtracts,
 //     so handler time does not inflate the RTO.
 //   - Slow handlers cost nothing on the wire. A request whose handler has not
