@@ -211,22 +211,32 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		return 0, transport.ErrClosed
 	}
 	defer t.release()
-	n := 0
+	n, bytes := 0, 0
 	for _, c := range t.snap.Load().conns {
 		if !c.in.pending() {
 			continue
 		}
 		c.in.begin()
+		// At most receiveBudget bytes per connection and call: the loop
+		// returns the peer's credits only after Receive returns.
 		for d, ok := c.in.next(); ok; d, ok = c.in.next() {
 			fn(c.peer, d)
 			n++
+			if bytes += len(d); bytes >= receiveBudget {
+				break
+			}
 		}
+		bytes = 0
 		if err := c.in.end(); err != nil {
 			c.sock.Close() // the watcher reports the peer gone
 		}
 	}
 	return n, nil
 }
+
+// receiveBudget bounds the bytes Receive takes from one connection's ring
+// in one call (a ring holds megabytes).
+const receiveBudget = 256 << 10
 
 // Send copies each datagram into the ring of its peer's connection and
 // rings the peer if it sleeps. A datagram to an address with no connection,

@@ -42,6 +42,8 @@ type Transport struct {
 	tx       txBatch
 	gso      bool // UDP_SEGMENT works; cleared when the kernel refuses it
 	rxN      int
+	rxVlen   int // datagrams the next recvmmsg asks for
+	rxAvg    int // mean size of the last batch's datagrams
 	rxErr    syscall.Errno
 	txEnd    int // entries in tx to send
 	txDone   int
@@ -103,12 +105,25 @@ func setBuffers(conn *net.UDPConn, size int) {
 	}
 }
 
-// Receive reads batches until the socket is empty (bounded, so a flood
-// cannot starve the loop's timers and sends) and passes each datagram to fn,
-// cutting GRO trains back into datagrams.
+// receiveBudget bounds the bytes one Receive hands to the engine: the loop
+// sends its replies (the peers' credits) only after Receive returns, and
+// 128 datagrams of 64 KiB take several milliseconds to copy on a cold
+// heap, long enough for a peer's retransmission timer to fire.
+const receiveBudget = 256 << 10
+
+// Receive reads batches until the socket is empty or about receiveBudget
+// bytes came in (bounded, so a flood cannot starve the loop's timers and
+// sends) and passes each datagram to fn, cutting GRO trains back into
+// datagrams.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
-	total := 0
+	total, bytes := 0, 0
 	for range 4 {
+		// Ask for as many datagrams as the budget has room for, judging
+		// by the size of the last ones.
+		t.rxVlen = batchSize
+		if t.rxAvg > 0 {
+			t.rxVlen = min(max((receiveBudget-bytes)/t.rxAvg, 1), batchSize)
+		}
 		if err := t.rc.Control(t.recvFn); err != nil {
 			return total, transport.ErrClosed
 		}
@@ -117,10 +132,14 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 			// socket) is the network losing something: not our failure.
 			return total, nil
 		}
+		got := 0
 		for i := range t.rxN {
 			total += t.deliver(i, fn)
+			got += int(t.rx.hdrs[i].Len)
 		}
-		if t.rxN < batchSize {
+		bytes += got
+		t.rxAvg = max(got/t.rxN, 1)
+		if t.rxN < t.rxVlen || bytes >= receiveBudget {
 			break
 		}
 	}
@@ -133,7 +152,7 @@ func (t *Transport) recvBatch(fd uintptr) {
 	t.rx.reset()
 	for {
 		n, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0])),
-			batchSize, unix.MSG_DONTWAIT, 0, 0)
+			uintptr(t.rxVlen), unix.MSG_DONTWAIT, 0, 0)
 		if errno == unix.EINTR {
 			continue
 		}
