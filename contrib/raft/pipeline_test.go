@@ -177,37 +177,7 @@ func TestPipelineUnderLoss(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pl.Close()
-	const n = 200
-	errc := make(chan error, 1)
-	go func() {
-		for i := range uint64(n) {
-			f := <-pl.Consumer()
-			if err := f.Error(); err != nil {
-				errc <- err
-				return
-			}
-			if f.Request().PrevLogEntry != i || f.Response().LastLog != i {
-				errc <- errors.New("future out of order or with another's answer")
-				return
-			}
-		}
-		errc <- nil
-	}()
-	for i := range uint64(n) {
-		req := sampleAppend("a")
-		req.PrevLogEntry = i
-		if _, err := pl.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case err := <-errc:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("futures not consumed")
-	}
+	pipelineInOrder(t, pl, 200, 30*time.Second)
 }
 
 // Before raft installs its heartbeat handler, heartbeats take the normal

@@ -220,37 +220,7 @@ func TestPipelineOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pl.Close()
-	const n = 50
-	consumed := make(chan error, 1)
-	go func() {
-		for i := range uint64(n) {
-			f := <-pl.Consumer()
-			if err := f.Error(); err != nil {
-				consumed <- err
-				return
-			}
-			if f.Request().PrevLogEntry != i || f.Response().LastLog != i {
-				consumed <- errors.New("future out of order")
-				return
-			}
-		}
-		consumed <- nil
-	}()
-	for i := range uint64(n) {
-		req := sampleAppend("a")
-		req.PrevLogEntry = i
-		if _, err := pl.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	select {
-	case err := <-consumed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("futures not consumed")
-	}
+	pipelineInOrder(t, pl, 50, 10*time.Second)
 	for i, v := range seen {
 		if v != uint64(i) {
 			t.Fatalf("server saw %v", seen)
@@ -430,5 +400,43 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	if err := a.RequestVote("b", b.LocalAddr(), &raft.RequestVoteRequest{}, new(raft.RequestVoteResponse)); !errors.Is(err, ErrTransportShutdown) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// pipelineInOrder sends n AppendEntries through pl, numbered by
+// PrevLogEntry, and checks that the futures come out of Consumer() in send
+// order, each with its own answer (the server echoes PrevLogEntry as
+// LastLog), within timeout.
+func pipelineInOrder(t *testing.T, pl raft.AppendPipeline, n uint64, timeout time.Duration) {
+	t.Helper()
+	consumed := make(chan error, 1)
+	go func() {
+		for i := range n {
+			f := <-pl.Consumer()
+			if err := f.Error(); err != nil {
+				consumed <- err
+				return
+			}
+			if f.Request().PrevLogEntry != i || f.Response().LastLog != i {
+				consumed <- errors.New("future out of order or with another's answer")
+				return
+			}
+		}
+		consumed <- nil
+	}()
+	for i := range n {
+		req := sampleAppend("a")
+		req.PrevLogEntry = i
+		if _, err := pl.AppendEntries(req, new(raft.AppendEntriesResponse)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-consumed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(timeout):
+		t.Fatal("futures not consumed")
 	}
 }
