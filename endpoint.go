@@ -143,6 +143,25 @@ func (ep *Endpoint) post(c command) {
 	}
 }
 
+// Post runs fn on the endpoint's event loop, after the work already handed
+// to it, on the goroutine that also runs foreground handlers and call
+// continuations: state that only fn, those handlers and continuations touch
+// needs no lock. fn must not block. Post returns an Unavailable error, and
+// fn does not run, once the endpoint has closed; fn is also dropped if the
+// endpoint closes before the loop reaches it.
+func (ep *Endpoint) Post(fn func()) error {
+	if fn == nil {
+		return errors.New("erpc: Post of a nil function")
+	}
+	if !ep.cmds.push(command{kind: cmdFunc, fn: fn}) {
+		return errClosed
+	}
+	if ep.sleeping.Load() {
+		ep.tr.Wake()
+	}
+	return nil
+}
+
 // Close stops the endpoint at once: pending calls fail with Unavailable,
 // requests being handled are abandoned (their responses are dropped), the
 // transport closes, and Close returns when every goroutine of the endpoint
