@@ -59,9 +59,18 @@ func WithBusyPoll(spin time.Duration) Option {
 	return func(o *options) { o.busyPoll, o.spin = true, spin }
 }
 
-// WithSpin sets how long the default (netpoller) event loop keeps polling
-// after its last work before it sleeps in the netpoller. Default 50 µs: a
-// reply that comes within it skips two thread wake-ups.
+// WithSpin sets how long the default (netpoller) event loop keeps polling,
+// yielding the processor between polls, after its last work before it
+// sleeps in the netpoller. Default 50 µs: a reply that comes within it
+// skips two thread wake-ups, which cost tens to hundreds of microseconds on
+// a virtual machine. Raise it where replies come later (slow handlers,
+// multi-hop work such as consensus); d < 0 never sleeps.
+//
+// While polling loops keep every processor busy (GOMAXPROCS 1 makes that
+// easy), Go polls its netpoller only from the system monitor, so the rest
+// of the process's network I/O, including other endpoints that sleep,
+// waits until the loops stop polling: keep the spin short there, or the
+// same for every endpoint of the process.
 func WithSpin(d time.Duration) Option { return func(o *options) { o.spin = d } }
 
 // WithWorkers sets the number of goroutines that run background handlers.

@@ -29,7 +29,7 @@ import (
 func main() {
 	n := flag.Int("n", 2000, "PUTs to time")
 	network := flag.String("network", "udp", "udp (loopback) or mem (in-process)")
-	spin := flag.Duration("spin", 0, "erpc event-loop spin after work (erpc.WithSpin); 0 suits small machines, where four spinning loops starve raft")
+	spin := flag.Duration("spin", time.Millisecond, "erpc event-loop spin after work (erpc.WithSpin); a spin longer than raft's commit path keeps every hop from waking a parked thread")
 	flag.Parse()
 	if err := run(*n, *network, *spin); err != nil {
 		log.Fatal(err)
