@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -12,8 +13,23 @@ import (
 // pinProcess restricts every thread of this process to cpu. Affinity is
 // per thread on Linux and new threads inherit their creator's, so setting
 // it on every existing thread pins the whole Go runtime, including the
-// threads it starts later.
+// threads it starts later. It also sets GOMAXPROCS to 1, which is what Go
+// chooses by itself in a process started with taskset on one CPU: two Ps
+// on one CPU would make the kernel time-slice two runnable threads (a
+// spinning event loop and the goroutines it serves) instead of letting
+// the Go scheduler switch goroutines. An explicit GOMAXPROCS in the
+// environment is left alone.
 func pinProcess(cpu int) error {
+	if err := pinThreads(cpu); err != nil {
+		return err
+	}
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	return nil
+}
+
+func pinThreads(cpu int) error {
 	var set unix.CPUSet
 	set.Set(cpu)
 	tasks, err := os.ReadDir("/proc/self/task")

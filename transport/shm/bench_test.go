@@ -165,3 +165,45 @@ func BenchmarkPingPongProcess(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGoChain is a chain of 32-byte calls over shm in one process,
+// each issued from the previous one's continuation on the client's loop
+// (erpc-bench's "erpc" system): the loops' own cost per round trip.
+func BenchmarkGoChain(b *testing.B) {
+	path := filepath.Join(sockDir(b), "srv.sock")
+	srv, err := erpc.Listen("shm://"+path, erpc.WithSpin(-1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	srv.HandleRaw("Echo", func(r *erpc.Request) { r.Respond(r.Data()) })
+	cli, err := erpc.Listen("shm://", erpc.WithSpin(-1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cli.Close()
+	s, err := cli.Dial(context.Background(), "shm://"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := bytes.Repeat([]byte("x"), 32)
+	resp := make([]byte, 0, 64)
+	done := make(chan error, 1)
+	left := 0
+	var next func([]byte, error)
+	next = func(_ []byte, err error) {
+		if err != nil || left == 0 {
+			done <- err
+			return
+		}
+		left--
+		s.Go("Echo", req, resp[:0], next)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	left = b.N
+	next(nil, nil)
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
