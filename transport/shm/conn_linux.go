@@ -181,6 +181,19 @@ func readMsg(s *net.UnixConn, maxFDs int) ([]byte, []int, error) {
 	return b, fds, nil
 }
 
+// parseHello checks a connector's hello (magic, ring size, address) and
+// returns its ring size and address.
+func parseHello(b []byte) (ring uint64, peer netip.AddrPort, err error) {
+	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
+		return 0, peer, errHandshake
+	}
+	ring = binary.LittleEndian.Uint64(b[8:])
+	if ring < minRingSize || ring > maxRingSize || ring&(ring-1) != 0 {
+		return 0, peer, errHandshake
+	}
+	return ring, getAddr(b[16:]), nil
+}
+
 func closeAll(fds []int) {
 	for _, fd := range fds {
 		unix.Close(fd)
@@ -292,11 +305,10 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	if len(fds) != 2 {
 		return errHandshake
 	}
-	ring := binary.LittleEndian.Uint64(hello[8:])
-	if ring < minRingSize || ring > maxRingSize || ring&(ring-1) != 0 {
-		return errHandshake
+	ring, peer, err := parseHello(hello)
+	if err != nil {
+		return err
 	}
-	peer := getAddr(hello[16:])
 	reply := make([]byte, helloSize)
 	binary.LittleEndian.PutUint64(reply, memMagic)
 	putAddr(reply[16:], t.local)
