@@ -170,14 +170,19 @@ func BenchmarkPingPongProcess(b *testing.B) {
 // each issued from the previous one's continuation on the client's loop
 // (erpc-bench's "erpc" system): the loops' own cost per round trip.
 func BenchmarkGoChain(b *testing.B) {
+	b.Run("default", func(b *testing.B) { goChain(b, erpc.WithSpin(-1)) })
+	b.Run("busy", func(b *testing.B) { goChain(b, erpc.WithBusyPoll(-1)) })
+}
+
+func goChain(b *testing.B, opt erpc.Option) {
 	path := filepath.Join(sockDir(b), "srv.sock")
-	srv, err := erpc.Listen("shm://"+path, erpc.WithSpin(-1))
+	srv, err := erpc.Listen("shm://"+path, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
 	srv.HandleRaw("Echo", func(r *erpc.Request) { r.Respond(r.Data()) })
-	cli, err := erpc.Listen("shm://", erpc.WithSpin(-1))
+	cli, err := erpc.Listen("shm://", opt)
 	if err != nil {
 		b.Fatal(err)
 	}
