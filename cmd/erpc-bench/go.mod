@@ -25,6 +25,7 @@ require (
 
 require (
 	github.com/zeebo/errs v1.2.2 // indirect
+	go.etcd.io/raft/v3 v3.7.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect

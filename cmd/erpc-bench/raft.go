@@ -15,6 +15,7 @@ import (
 	"github.com/erpc-go/erpc"
 	erpcraft "github.com/erpc-go/erpc/contrib/raft"
 	"github.com/erpc-go/erpc/contrib/raft/kvstore"
+	"github.com/erpc-go/erpc/contrib/raft/rawkv"
 	"github.com/hashicorp/raft"
 )
 
@@ -29,14 +30,19 @@ import (
 // System "erpc" runs raft over contrib/raft's erpc transport; "raft-tcp"
 // runs the identical cluster over hashicorp/raft's NetworkTransport on TCP
 // loopback. In both, the client reaches the leader over erpc on UDP
-// loopback, so only raft's transport differs.
+// loopback, so only raft's transport differs. "etcd-rawnode" is eRPC's
+// own shape (raft_rawnode.go): contrib/raft/rawkv, etcd's raft RawNode
+// driven from each replica's erpc event loop, no raft goroutines; its
+// client speaks rawkv's protocol, also over erpc on UDP loopback.
 //
 // Besides the client-side latency, each system reports two figures that
 // split it: the bare erpc round trip from the client to the leader's
-// endpoint (base_rtt_p50_us), and the latency of raft.Apply issued on the
-// leader itself, without the client hop (leader_apply_p50_us), which is
-// raft's own commit path: its goroutine hand-offs plus one replication
-// round trip to the fastest follower.
+// endpoint (base_rtt_p50_us), and the latency of a PUT issued on the
+// leader itself, without the client hop (leader_apply_p50_us): raft.Apply
+// for hashicorp/raft, which is raft's own commit path, its goroutine
+// hand-offs plus one replication round trip to the fastest follower;
+// Replica.Propose for etcd-rawnode, a Post to the leader's loop and a
+// channel back around the same round trip.
 
 // raftConfig is the raft scenario's part of the command line.
 type raftConfig struct {
@@ -56,7 +62,8 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	fs.DurationVar(&c.dur, "d", 3*time.Second, "measured duration per system (split between the rounds)")
 	fs.DurationVar(&c.warmup, "warmup", 500*time.Millisecond, "warm-up before each round, discarded")
-	vs := fs.String("vs", "", "systems to run beside erpc: raft-tcp (hashicorp/raft's NetworkTransport on TCP loopback)")
+	vs := fs.String("vs", "", "systems to run beside erpc: raft-tcp (hashicorp/raft's NetworkTransport on TCP loopback), "+
+		sysRawNode+" (etcd raft's RawNode on each replica's erpc event loop), all")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
 	fs.BoolVar(&c.pin, "pin", true, "pin the cluster process to CPU 0 and the client to CPU 1 (when there are two or more)")
 	fs.StringVar(&c.transport, "transport", "udp", "erpc transport (udp only: the cluster is another process)")
@@ -80,12 +87,21 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 	for _, s := range splitList(*vs) {
 		switch s {
 		case "erpc":
-		case "raft-tcp", "all":
-			if !contains(c.systems, "raft-tcp") {
-				c.systems = append(c.systems, "raft-tcp")
+		case "raft-tcp", sysRawNode, "rawnode":
+			if s == "rawnode" {
+				s = sysRawNode
+			}
+			if !contains(c.systems, s) {
+				c.systems = append(c.systems, s)
+			}
+		case "all":
+			for _, s := range []string{"raft-tcp", sysRawNode} {
+				if !contains(c.systems, s) {
+					c.systems = append(c.systems, s)
+				}
 			}
 		default:
-			return nil, fmt.Errorf("-vs: the raft scenario compares erpc with raft-tcp only, not %q", s)
+			return nil, fmt.Errorf("-vs: the raft scenario compares erpc with raft-tcp and %s only, not %q", sysRawNode, s)
 		}
 	}
 	raftCfg = rc
@@ -104,8 +120,9 @@ const (
 func (b *bench) runRaft() error {
 	rc := raftCfg
 	if !b.cfg.json {
-		fmt.Fprintf(b.out.w, "# raft: 3 replicas (kvstore, in-memory stores) in one server process, client in this process; "+
+		fmt.Fprintf(b.out.w, "# raft: 3 replicas (kvstore, or rawkv for %s; in-memory stores) in one server process, client in this process; "+
 			"PUT of a %d B key and %d B value, one at a time; erpc endpoints spin %v (raft-tcp replicas 0); %d round(s) per system\n",
+			sysRawNode,
 			raftKeySize, raftValueSize, rc.spin, rc.rounds)
 	}
 	var peers []*raftPeer
@@ -157,8 +174,12 @@ func (b *bench) runRaft() error {
 			} else {
 				r.extra["leader_apply_p50_us"] = round3(p50 / 1e3)
 				r.extra["leader_apply_p99_us"] = round3(p99 / 1e3)
-				notes = append(notes, fmt.Sprintf("#   %s: bare erpc RTT client->leader p50 %s; raft.Apply on the leader (no client hop) p50 %s p99 %s over %d",
-					p.system, humanUs(float64(p.rtt)/1e3), humanUs(p50/1e3), humanUs(p99/1e3), n))
+				what := "raft.Apply"
+				if p.system == sysRawNode {
+					what = "Replica.Propose"
+				}
+				notes = append(notes, fmt.Sprintf("#   %s: bare erpc RTT client->leader p50 %s; %s on the leader (no client hop) p50 %s p99 %s over %d",
+					p.system, humanUs(float64(p.rtt)/1e3), what, humanUs(p50/1e3), humanUs(p99/1e3), n))
 			}
 		}
 		b.out.add(*r)
@@ -168,9 +189,19 @@ func (b *bench) runRaft() error {
 		for _, n := range notes {
 			fmt.Fprintln(b.out.w, n)
 		}
-		if len(merged) == 2 && merged[0].ops > 0 && merged[1].ops > 0 {
-			fmt.Fprintf(b.out.w, "#   p50 erpc/raft-tcp = %.2f, p99 erpc/raft-tcp = %.2f\n",
-				merged[0].h.quantile(0.5)/merged[1].h.quantile(0.5), merged[0].h.quantile(0.99)/merged[1].h.quantile(0.99))
+		// Ratios against raft-tcp, hashicorp/raft's own transport.
+		for j, q := range peers {
+			if q.system != "raft-tcp" || merged[j].ops == 0 {
+				continue
+			}
+			for k, p := range peers {
+				if k == j || merged[k].ops == 0 {
+					continue
+				}
+				fmt.Fprintf(b.out.w, "#   p50 %s/raft-tcp = %.2f, p99 %s/raft-tcp = %.2f\n",
+					p.system, merged[k].h.quantile(0.5)/merged[j].h.quantile(0.5),
+					p.system, merged[k].h.quantile(0.99)/merged[j].h.quantile(0.99))
+			}
 		}
 	}
 	return b.err()
@@ -209,8 +240,8 @@ func (b *bench) startRaft(system string) (*raftPeer, error) {
 	}
 	p := &raftPeer{peer: peer{system: system, srv: srv}}
 	tr := "erpc"
-	if system == "raft-tcp" {
-		tr = "raft-tcp"
+	if system == "raft-tcp" || system == sysRawNode {
+		tr = system
 	}
 	reply, err := srv.ctl(fmt.Sprintf("start %s %s %d", tr, raftCfg.spin, raftCfg.inflight))
 	if err != nil {
@@ -219,13 +250,24 @@ func (b *bench) startRaft(system string) (*raftPeer, error) {
 	}
 	addrs := strings.Split(reply, ",")
 	opts := []erpc.Option{erpc.WithSpin(raftCfg.spin)}
-	cl, err := kvstore.NewClient(1, "127.0.0.1:0", addrs, opts...)
-	if err != nil {
-		p.stop()
-		return nil, err
+	rcl := &raftClient{val: make([]byte, raftValueSize)}
+	if system == sysRawNode {
+		cl, err := rawkv.NewClient(1, "127.0.0.1:0", addrs, opts...)
+		if err != nil {
+			p.stop()
+			return nil, err
+		}
+		cl.AttemptTimeout = 2 * time.Second
+		rcl.put, rcl.closeFn = cl.Put, func() { cl.Close() }
+	} else {
+		cl, err := kvstore.NewClient(1, "127.0.0.1:0", addrs, opts...)
+		if err != nil {
+			p.stop()
+			return nil, err
+		}
+		cl.AttemptTimeout = 2 * time.Second
+		rcl.put, rcl.closeFn = cl.Put, func() { cl.Close() }
 	}
-	cl.AttemptTimeout = 2 * time.Second
-	rcl := &raftClient{cl: cl, val: make([]byte, raftValueSize)}
 	for i := range raftKeys {
 		k := make([]byte, raftKeySize)
 		copy(k, fmt.Sprintf("key-%d", i))
@@ -265,13 +307,14 @@ func bareRTT(target string, opts []erpc.Option, n int) (time.Duration, error) {
 	return lat[len(lat)/2], nil
 }
 
-// raftClient issues PUTs one at a time through kvstore's client, which
-// sends them to the leader and follows redirects.
+// raftClient issues PUTs one at a time through kvstore's client (or
+// rawkv's), which sends them to the leader and follows redirects.
 type raftClient struct {
-	cl   *kvstore.Client
-	keys [][]byte
-	val  []byte
-	n    int
+	put     func(ctx context.Context, key, value []byte) error
+	closeFn func()
+	keys    [][]byte
+	val     []byte
+	n       int
 }
 
 func (c *raftClient) run(_ point, m *meter) error {
@@ -283,20 +326,21 @@ func (c *raftClient) run(_ point, m *meter) error {
 		c.val = c.val[:raftValueSize] // the digits, then the previous bytes
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		t0 := time.Now()
-		err := c.cl.Put(ctx, k, c.val)
+		err := c.put(ctx, k, c.val)
 		rec.done(m, t0, err)
 		cancel()
 	}
 	return nil
 }
 
-func (c *raftClient) close() { c.cl.Close() }
+func (c *raftClient) close() { c.closeFn() }
 
 // raftServer is the cluster process. It starts idle; "start" brings the
 // cluster up, "apply" measures raft.Apply on the leader.
 type raftServer struct {
 	mu sync.Mutex
 	c  *kvstore.Cluster
+	rk *rawkv.Cluster // etcd-rawnode's cluster, instead of c
 }
 
 func newRaftServer(srvConfig) (serverImpl, error) { return &raftServer{}, nil }
@@ -310,6 +354,10 @@ func (s *raftServer) close() {
 		s.c.Close()
 		s.c = nil
 	}
+	if s.rk != nil {
+		s.rk.Close()
+		s.rk = nil
+	}
 }
 
 func (s *raftServer) control(args []string) (string, error) {
@@ -317,7 +365,7 @@ func (s *raftServer) control(args []string) (string, error) {
 	defer s.mu.Unlock()
 	switch {
 	case args[0] == "start" && len(args) == 4:
-		if s.c != nil {
+		if s.c != nil || s.rk != nil {
 			return "", errors.New("already started")
 		}
 		spin, err := time.ParseDuration(args[2])
@@ -342,6 +390,9 @@ func (s *raftServer) control(args []string) (string, error) {
 // start brings up the cluster and returns the client API addresses,
 // the leader's first.
 func (s *raftServer) start(transport string, spin time.Duration, inflight int) (string, error) {
+	if transport == sysRawNode {
+		return s.startRawNode(spin)
+	}
 	if transport == "raft-tcp" {
 		// The replicas' erpc endpoints carry only the client hop there. On
 		// the cluster's one core a spinning loop (runtime.Gosched) would
@@ -384,6 +435,9 @@ func (s *raftServer) start(transport string, spin time.Duration, inflight int) (
 // apply issues PUTs as raft.Apply on the leader, one at a time, for d
 // after a short warm-up, and returns "count p50_ns p99_ns".
 func (s *raftServer) apply(d time.Duration) (string, error) {
+	if s.rk != nil {
+		return s.proposeRawNode(d)
+	}
 	if s.c == nil {
 		return "", errors.New("not started")
 	}
@@ -412,7 +466,12 @@ func (s *raftServer) apply(d time.Duration) (string, error) {
 	if len(lat) == 0 {
 		return "", errors.New("no Apply succeeded")
 	}
+	return latencySummary(lat), nil
+}
+
+// latencySummary sorts lat and returns "count p50_ns p99_ns".
+func latencySummary(lat []time.Duration) string {
 	slices.Sort(lat)
 	q := func(p float64) int64 { return int64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) }
-	return fmt.Sprintf("%d %d %d", len(lat), q(0.5), q(0.99)), nil
+	return fmt.Sprintf("%d %d %d", len(lat), q(0.5), q(0.99))
 }

@@ -8,21 +8,22 @@ import (
 	"testing"
 )
 
-// TestSmokeRaft runs the raft scenario end to end, erpc and raft-tcp, each
-// cluster in a server process of its own, for a fraction of a second.
+// TestSmokeRaft runs the raft scenario end to end, erpc, raft-tcp and
+// etcd-rawnode, each cluster in a server process of its own, for a
+// fraction of a second.
 func TestSmokeRaft(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
 	var out bytes.Buffer
-	err := run([]string{"raft", "-vs", "raft-tcp", "-d", "400ms", "-warmup", "100ms", "-breakdown", "200ms",
+	err := run([]string{"raft", "-vs", "raft-tcp," + sysRawNode, "-d", "400ms", "-warmup", "100ms", "-breakdown", "200ms",
 		"-json", "-pin=false"}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("want 2 JSON lines, got %d:\n%s", len(lines), out.String())
+	if len(lines) != 3 {
+		t.Fatalf("want 3 JSON lines, got %d:\n%s", len(lines), out.String())
 	}
 	for i, l := range lines {
 		var m map[string]any
@@ -34,7 +35,7 @@ func TestSmokeRaft(t *testing.T) {
 				t.Errorf("field %q missing: %s", f, l)
 			}
 		}
-		want := []string{"erpc", "raft-tcp"}[i]
+		want := []string{"erpc", "raft-tcp", sysRawNode}[i]
 		if m["scenario"] != "raft" || m["system"] != want || m["size"] != 80.0 || m["concurrency"] != 1.0 {
 			t.Errorf("line %d: %s", i, l)
 		}
