@@ -84,4 +84,10 @@
 // process the same spin: where the spinning loops keep every processor
 // busy, a parked endpoint's packets wait until they stop (see
 // erpc.WithSpin).
+// # See also
+//
+// Package rawkv (contrib/raft/rawkv) is the other way to run Raft over
+// erpc, eRPC's own: etcd's raft RawNode driven from each replica's event
+// loop, with no raft goroutines, so a replicated PUT is loop to network to
+// loop. erpc-bench raft -vs raft-tcp,etcd-rawnode measures both.
 package raft

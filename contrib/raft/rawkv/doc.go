@@ -1,5 +1,5 @@
 // Package rawkv is a replicated in-memory key-value store driven the way
-// eRPC drove Raft (Kalia et al., NSDI 2019, section 7.1): etcd's raft
+// eRPC drove Raft (Kalia et al., NSDI 2019): etcd's raft
 // state machine (go.etcd.io/raft/v3 RawNode) lives on each replica's erpc
 // event loop, and nothing else touches it. There are no raft goroutines.
 //
@@ -76,6 +76,23 @@
 // SnapshotKeep entries. A follower that falls behind the compaction gets
 // the snapshot in a MsgSnap (one erpc call; erpc's default message limit
 // is 8 MiB) and restores from it.
+//
+// # Measured
+//
+// erpc-bench raft -vs raft-tcp,etcd-rawnode -d 4s (2-vCPU VM; the three
+// replicas share CPU 0, the client has CPU 1; every endpoint spins 1 ms):
+// a client PUT took 126-142 µs at the median and 1.4-4.2 ms at p99, beside
+// 179-196 µs (p99 5.3-6.4 ms) for hashicorp/raft over contrib/raft's erpc
+// transport and 399-444 µs (p99 4.8-6.9 ms) over its TCP transport, on
+// the same runs. The bare erpc round trip to the leader was 21-25 µs.
+//
+// Most of the rest is the replicas sharing one core, not raft: a one-replica
+// cluster commits a Replica.Propose (Post, propose, Ready, apply, answer)
+// in about 6 µs at the median; two replicas take about 60 µs and three
+// about 135 µs, while a bare loop-to-loop round trip between two of the
+// endpoints is about 27 µs. Each added replica is another loop polling
+// its socket on the same core, so a packet waits for the other loops'
+// turns. eRPC's 5.5 µs had a machine per replica and kernel bypass.
 //
 // # Limits
 //
