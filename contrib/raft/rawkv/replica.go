@@ -130,7 +130,6 @@ type Replica struct {
 	reply    []byte
 	inReply  bool
 	reports  []func() // raft notifications held until after Advance
-	sendErrs int
 }
 
 var discard = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
@@ -366,7 +365,19 @@ func (r *Replica) onTick() {
 // to the in-memory storage, on this goroutine, so before anything is
 // sent), send, apply, Advance.
 func (r *Replica) process() {
-	for r.rn.HasReady() {
+	for {
+		// Failed sends are reported to raft between Readies, never
+		// between a Ready and its Advance.
+		for len(r.reports) > 0 {
+			fns := r.reports
+			r.reports = nil
+			for _, fn := range fns {
+				fn()
+			}
+		}
+		if !r.rn.HasReady() {
+			return
+		}
 		rd := r.rn.Ready()
 		if rd.SoftState != nil {
 			r.setSoftState(rd.SoftState)
@@ -391,11 +402,6 @@ func (r *Replica) process() {
 		r.send(rd.Messages)
 		r.rn.Advance(rd)
 		r.maybeSnapshot()
-		for _, fn := range r.reports {
-			fn()
-		}
-		clear(r.reports)
-		r.reports = r.reports[:0]
 	}
 }
 
@@ -460,9 +466,8 @@ func (r *Replica) flush(p *peer) {
 		}
 		p.inflight--
 		if err != nil {
-			r.sendErrs++
 			r.unreachable(p.id, snap)
-			r.process() // runs the reports
+			r.process() // runs the report
 			return
 		}
 		if snap {
