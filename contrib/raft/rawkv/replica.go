@@ -126,10 +126,10 @@ type Replica struct {
 	localSeq  uint64
 	// While a raft.msg handler runs, messages to its sender go into reply,
 	// the handler's response, instead of calls of their own.
-	replyTo  uint64
-	reply    []byte
-	inReply  bool
-	reports  []func() // raft notifications held until after Advance
+	replyTo uint64
+	reply   []byte
+	inReply bool
+	reports []func() // raft notifications held until after Advance
 }
 
 var discard = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
