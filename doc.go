@@ -36,8 +36,11 @@
 // server before it responds) are made. Use several endpoints for several
 // cores.
 //
-// The loop waits in one of two ways: by default it polls for WithSpin (50
-// µs) after its last work, then sleeps in the Go netpoller; WithBusyPoll
+// The loop waits in one of two ways: by default it polls, yielding the
+// processor, for a window after its last work, then sleeps in the Go
+// netpoller; the window adapts between 50 µs and 1 ms, growing when a sleep
+// was cut short by work and shrinking when the endpoint is idle (WithSpin
+// fixes it); WithBusyPoll
 // spins on a goroutine locked to its OS thread, for the lowest latency at
 // the cost of a core.
 //

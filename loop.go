@@ -3,6 +3,7 @@ package erpc
 import (
 	"net/netip"
 	"runtime"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
 	"github.com/erpc-go/erpc/transport"
@@ -18,6 +19,7 @@ type loopState struct {
 	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
 	stopped    bool
 	thread     busyThread // busy polling only
+	spin       spinWindow
 }
 
 func (l *loopState) init() {
@@ -33,7 +35,9 @@ func (ep *Endpoint) run() {
 		defer ep.loop.thread.release()
 	}
 	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
+	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
 	idleSince := ep.now()
+	parked := time.Duration(-1) // the last park, until the turn after it
 	for {
 		now := ep.now()
 		ep.loop.now = now
@@ -46,6 +50,10 @@ func (ep *Endpoint) run() {
 		ep.checkPeers(now)
 		ep.eng.Tick(now)
 		worked := ep.process(now) || n > 0
+		if parked >= 0 {
+			ep.loop.spin.afterPark(parked, worked)
+			parked = -1
+		}
 		ep.flush(now)
 		if ep.loop.stopped {
 			ep.stop(now)
@@ -55,7 +63,7 @@ func (ep *Endpoint) run() {
 			idleSince = now
 			continue
 		}
-		if spin := ep.opts.spin; spin < 0 || now.Sub(idleSince) < spin {
+		if spin := ep.loop.spin.cur; spin < 0 || now.Sub(idleSince) < spin {
 			if ep.opts.busyPoll {
 				ep.loop.thread.idle()
 			} else {
@@ -65,6 +73,7 @@ func (ep *Endpoint) run() {
 		}
 		ep.sleep()
 		idleSince = ep.now()
+		parked = idleSince.Sub(now)
 	}
 }
 

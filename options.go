@@ -17,7 +17,8 @@ type options struct {
 	loss      float64
 	transport transport.Transport
 	busyPoll  bool
-	spin      time.Duration
+	spin      time.Duration // the spin window's floor
+	spinMax   time.Duration // and its ceiling: equal for a fixed window
 	workers   int
 	queue     int
 	engine    proto.Config
@@ -25,7 +26,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{spin: 50 * time.Microsecond}
+	return options{spin: minSpin, spinMax: maxSpin}
 }
 
 func (o *options) resolve() {
@@ -56,22 +57,27 @@ func WithTransport(t transport.Transport) Option { return func(o *options) { o.t
 // starving the goroutines that call it, so it stays unlocked and yields the
 // processor on every idle turn.
 func WithBusyPoll(spin time.Duration) Option {
-	return func(o *options) { o.busyPoll, o.spin = true, spin }
+	return func(o *options) { o.busyPoll, o.spin, o.spinMax = true, spin, spin }
 }
 
-// WithSpin sets how long the default (netpoller) event loop keeps polling,
-// yielding the processor between polls, after its last work before it
-// sleeps in the netpoller. Default 50 µs: a reply that comes within it
-// skips two thread wake-ups, which cost tens to hundreds of microseconds on
-// a virtual machine. Raise it where replies come later (slow handlers,
-// multi-hop work such as consensus); d < 0 never sleeps.
+// WithSpin fixes how long the default (netpoller) event loop keeps
+// polling, yielding the processor between polls, after its last work
+// before it sleeps in the netpoller; d < 0 never sleeps, 0 sleeps at once.
+// A reply that comes within the spin skips two thread wake-ups, which cost
+// tens to hundreds of microseconds on a virtual machine.
+//
+// By default the spin adapts between 50 µs and 1 ms: it doubles when the
+// loop slept and was woken by work within 1 ms (a longer spin would have
+// caught it: replies that take a while, multi-hop work such as consensus,
+// a peer that itself slept) and halves after a sleep of 1 ms or more (the
+// endpoint is idle). An idle endpoint costs a 50 µs spin per burst of work.
 //
 // While polling loops keep every processor busy (GOMAXPROCS 1 makes that
 // easy), Go polls its netpoller only from the system monitor, so the rest
 // of the process's network I/O, including other endpoints that sleep,
-// waits until the loops stop polling: keep the spin short there, or the
-// same for every endpoint of the process.
-func WithSpin(d time.Duration) Option { return func(o *options) { o.spin = d } }
+// waits until the loops stop polling: a process that serves other sockets
+// with GOMAXPROCS 1 should fix a short spin.
+func WithSpin(d time.Duration) Option { return func(o *options) { o.spin, o.spinMax = d, d } }
 
 // WithWorkers sets the number of goroutines that run background handlers.
 // Default GOMAXPROCS.

@@ -194,10 +194,18 @@ func (c *erpcClient) run(p point, m *meter) error {
 		return err
 	}
 	sess := c.sessions[:max(p.sessions, 1)]
+	before := c.ep.Stats()
 	if c.async {
-		return c.runAsync(p, m, method, sess)
+		err = c.runAsync(p, m, method, sess)
+	} else {
+		err = c.runBlocking(p, m, method, sess)
 	}
-	return c.runBlocking(p, m, method, sess)
+	after := c.ep.Stats()
+	// The client's protocol counters over the point (warm-up included):
+	// retransmissions explain a latency tail that is not the network's.
+	m.setExtra("retransmits", after.Retransmits-before.Retransmits)
+	m.setExtra("nacks", after.NacksReceived-before.NacksReceived)
+	return err
 }
 
 // asyncSlot is one call in flight, reissued from its own continuation;
