@@ -40,9 +40,8 @@
 // processor, for a window after its last work, then sleeps in the Go
 // netpoller; the window adapts between 50 µs and 1 ms, growing when a sleep
 // was cut short by work and shrinking when the endpoint is idle (WithSpin
-// fixes it); WithBusyPoll
-// spins on a goroutine locked to its OS thread, for the lowest latency at
-// the cost of a core.
+// fixes it). WithBusyPoll spins on a goroutine locked to its OS thread,
+// for the lowest latency at the cost of a core.
 //
 // # Errors
 //

@@ -20,7 +20,8 @@ import (
 // equal-sized datagrams go as one UDP_SEGMENT (GSO) train, raw non-blocking
 // system calls on the descriptor, and the same waiting: in the default
 // mode an empty socket is polled for 50 µs, yielding, before the goroutine
-// parks in the Go netpoller (RawConn.Read), like erpc's WithSpin; with busy
+// parks in the Go netpoller (RawConn.Read), erpc's shortest spin window (a
+// ping-pong never waits that long); with busy
 // set the caller spins on the socket from a goroutine locked to its thread
 // and parks only after idle of quiet. The batches are allocated once and
 // the callbacks bound once, so nothing allocates per datagram.
@@ -76,7 +77,7 @@ var (
 
 var errTimeout = errors.New("timed out")
 
-// defaultSpin is erpc's default WithSpin.
+// defaultSpin is the shortest of erpc's default spin windows.
 const defaultSpin = 50 * time.Microsecond
 
 // erpcPacketSize is the datagram size erpc's UDP transport uses on the
