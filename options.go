@@ -69,8 +69,9 @@ func WithBusyPoll(spin time.Duration) Option {
 // By default the spin adapts between 50 µs and 1 ms: it doubles when the
 // loop slept and was woken by work within 1 ms (a longer spin would have
 // caught it: replies that take a while, multi-hop work such as consensus,
-// a peer that itself slept) and halves after a sleep of 1 ms or more (the
-// endpoint is idle). An idle endpoint costs a 50 µs spin per burst of work.
+// a peer that itself slept) and halves after a sleep of 10 ms or more (the
+// endpoint is idle). Traffic with gaps of a few milliseconds keeps the
+// window at 1 ms, a millisecond of polling per gap.
 //
 // While polling loops keep every processor busy (GOMAXPROCS 1 makes that
 // easy), Go polls its netpoller only from the system monitor, so the rest

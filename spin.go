@@ -17,11 +17,18 @@ const (
 // same, settles into parking on every turn). So the window adapts the way
 // KVM's halt polling does: a park that ended in work sooner than the
 // longest window would have been caught by spinning longer, so the window
-// doubles; a park that outlasted the longest window means the loop was
-// really idle, so the window halves. A fixed window has lo == hi.
+// doubles; a park ten times longer than the longest window means the loop
+// was really idle, so the window halves. In between the window stays: on
+// a processor that other loops of the process keep busy spinning, Go does
+// not poll the netpoller (see WithSpin), so a parked loop may notice its
+// datagram a millisecond or more late, which is not idleness. A fixed
+// window has lo == hi.
 type spinWindow struct {
 	cur, lo, hi time.Duration
 }
+
+// idleParkFactor times the longest window is a park that means idleness.
+const idleParkFactor = 10
 
 func newSpinWindow(lo, hi time.Duration) spinWindow {
 	return spinWindow{cur: lo, lo: lo, hi: max(lo, hi)}
@@ -33,7 +40,7 @@ func newSpinWindow(lo, hi time.Duration) spinWindow {
 func (w *spinWindow) afterPark(parked time.Duration, worked bool) {
 	switch {
 	case w.lo < 0 || w.hi == w.lo:
-	case parked >= w.hi:
+	case parked >= idleParkFactor*w.hi:
 		w.cur = max(w.cur/2, w.lo)
 	case worked:
 		w.cur = min(2*max(w.cur, time.Microsecond), w.hi)

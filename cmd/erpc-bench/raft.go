@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,7 +47,7 @@ import (
 
 // raftConfig is the raft scenario's part of the command line.
 type raftConfig struct {
-	spin      time.Duration // erpc.WithSpin for the client, and for erpc's replicas
+	spin      time.Duration // erpc.WithSpin for the client and erpc's replicas, or spinDefault
 	inflight  int           // contrib/raft Config.MaxInFlight
 	rounds    int           // alternating rounds; -d is split between them
 	breakdown time.Duration // leader-side Apply measurement per system
@@ -67,7 +68,13 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
 	fs.BoolVar(&c.pin, "pin", true, "pin the cluster process to CPU 0 and the client to CPU 1 (when there are two or more)")
 	fs.StringVar(&c.transport, "transport", "udp", "erpc transport (udp only: the cluster is another process)")
-	fs.DurationVar(&rc.spin, "spin", time.Millisecond, "erpc event-loop spin after work (erpc.WithSpin) for the client and erpc's replicas (raft-tcp's replicas get 0)")
+	// Several endpoints share the cluster's core: equal fixed spins keep
+	// any of them from parking while the others poll (see erpc.WithSpin).
+	rc.spin = time.Millisecond
+	fs.Func("spin", "erpc event-loop spin after work (erpc.WithSpin) for the client and erpc's replicas, or \"default\" for erpc's adaptive window (default 1ms; raft-tcp's replicas get 0)", func(v string) (err error) {
+		rc.spin, err = parseSpin(v)
+		return err
+	})
 	fs.IntVar(&rc.inflight, "inflight", 0, "contrib/raft pipeline depth (Config.MaxInFlight; 0: default, 1: no pipelining)")
 	fs.IntVar(&rc.rounds, "rounds", 2, "rounds per system, in alternating order (A B B A ...)")
 	fs.DurationVar(&rc.breakdown, "breakdown", time.Second, "time per system spent measuring raft.Apply on the leader (0: skip)")
@@ -123,7 +130,7 @@ func (b *bench) runRaft() error {
 		fmt.Fprintf(b.out.w, "# raft: 3 replicas (kvstore, or rawkv for %s; in-memory stores) in one server process, client in this process; "+
 			"PUT of a %d B key and %d B value, one at a time; erpc endpoints spin %v (raft-tcp replicas 0); %d round(s) per system\n",
 			sysRawNode,
-			raftKeySize, raftValueSize, rc.spin, rc.rounds)
+			raftKeySize, raftValueSize, spinString(rc.spin), rc.rounds)
 	}
 	var peers []*raftPeer
 	for _, s := range b.cfg.systems {
@@ -158,7 +165,7 @@ func (b *bench) runRaft() error {
 	for k, p := range peers {
 		r := merged[k]
 		r.extra = map[string]any{"replicas": 3, "rounds": rc.rounds, "cluster": "one process",
-			"spin_us": float64(rc.spin) / 1e3}
+			"spin": spinString(rc.spin)}
 		if p.rtt > 0 {
 			r.extra["base_rtt_p50_us"] = round3(float64(p.rtt) / 1e3)
 		}
@@ -243,13 +250,13 @@ func (b *bench) startRaft(system string) (*raftPeer, error) {
 	if system == "raft-tcp" || system == sysRawNode {
 		tr = system
 	}
-	reply, err := srv.ctl(fmt.Sprintf("start %s %s %d", tr, raftCfg.spin, raftCfg.inflight))
+	reply, err := srv.ctl(fmt.Sprintf("start %s %s %d", tr, spinString(raftCfg.spin), raftCfg.inflight))
 	if err != nil {
 		p.stop()
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
 	addrs := strings.Split(reply, ",")
-	opts := []erpc.Option{erpc.WithSpin(raftCfg.spin)}
+	opts := spinOptions(raftCfg.spin)
 	rcl := &raftClient{val: make([]byte, raftValueSize)}
 	if system == sysRawNode {
 		cl, err := rawkv.NewClient(1, "127.0.0.1:0", addrs, opts...)
@@ -368,7 +375,7 @@ func (s *raftServer) control(args []string) (string, error) {
 		if s.c != nil || s.rk != nil {
 			return "", errors.New("already started")
 		}
-		spin, err := time.ParseDuration(args[2])
+		spin, err := parseSpin(args[2])
 		if err != nil {
 			return "", err
 		}
@@ -387,6 +394,33 @@ func (s *raftServer) control(args []string) (string, error) {
 	return "", fmt.Errorf("unknown command %q", strings.Join(args, " "))
 }
 
+// spinDefault stands for erpc's own (adaptive) spin window: no WithSpin.
+const spinDefault = time.Duration(math.MinInt64)
+
+// parseSpin reads a -spin value: a duration, or "default".
+func parseSpin(v string) (time.Duration, error) {
+	if v == "default" {
+		return spinDefault, nil
+	}
+	return time.ParseDuration(v)
+}
+
+// spinString is parseSpin's inverse, for the control line and the header.
+func spinString(d time.Duration) string {
+	if d == spinDefault {
+		return "default"
+	}
+	return d.String()
+}
+
+// spinOptions are the endpoint options for a -spin value.
+func spinOptions(d time.Duration) []erpc.Option {
+	if d == spinDefault {
+		return nil
+	}
+	return []erpc.Option{erpc.WithSpin(d)}
+}
+
 // start brings up the cluster and returns the client API addresses,
 // the leader's first.
 func (s *raftServer) start(transport string, spin time.Duration, inflight int) (string, error) {
@@ -403,7 +437,7 @@ func (s *raftServer) start(transport string, spin time.Duration, inflight int) (
 	c, err := kvstore.StartCluster(kvstore.ClusterConfig{
 		Network:         "udp",
 		RaftTransport:   transport,
-		EndpointOptions: []erpc.Option{erpc.WithSpin(spin)},
+		EndpointOptions: spinOptions(spin),
 		Transport:       erpcraft.Config{MaxInFlight: inflight},
 		Raft: func(rc *raft.Config) {
 			// raft's own timeouts (1 s), not the tests' short ones: the

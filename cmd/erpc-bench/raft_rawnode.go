@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/erpc-go/erpc"
 	"github.com/erpc-go/erpc/contrib/raft/rawkv"
 )
 
@@ -14,11 +13,11 @@ import (
 // etcd raft's RawNode on each replica's erpc event loop, as eRPC ran Raft.
 const sysRawNode = "etcd-rawnode"
 
-// startRawNode brings up a rawkv cluster whose endpoints all spin spin,
+// startRawNode brings up a rawkv cluster whose endpoints all spin as -spin says,
 // and returns the replicas' addresses, the leader's first.
 func (s *raftServer) startRawNode(spin time.Duration) (string, error) {
 	c, err := rawkv.StartCluster(rawkv.ClusterConfig{
-		EndpointOptions: []erpc.Option{erpc.WithSpin(spin)},
+		EndpointOptions: spinOptions(spin),
 		Replica: func(rc *rawkv.Config) {
 			// Elections after 1-2 s of silence, as hashicorp/raft's 1 s
 			// timeouts here: the benchmark measures the commit path, and a
