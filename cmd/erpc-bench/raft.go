@@ -456,14 +456,19 @@ func (s *raftServer) start(transport string, spin time.Duration, inflight int) (
 		return "", err
 	}
 	s.c = c
-	addrs := c.APIAddrs()
+	return leaderFirst(c.APIAddrs(), l), nil
+}
+
+// leaderFirst is the control line's list of addresses: the leader's (at
+// index l) first, then the others.
+func leaderFirst(addrs []string, l int) string {
 	out := []string{addrs[l]}
 	for i, a := range addrs {
 		if i != l {
 			out = append(out, a)
 		}
 	}
-	return strings.Join(out, ","), nil
+	return strings.Join(out, ",")
 }
 
 // apply issues PUTs as raft.Apply on the leader, one at a time, for d

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/erpc-go/erpc/contrib/raft/rawkv"
@@ -34,13 +33,7 @@ func (s *raftServer) startRawNode(spin time.Duration) (string, error) {
 		return "", err
 	}
 	s.rk = c
-	out := []string{c.Addrs()[l]}
-	for i, a := range c.Addrs() {
-		if i != l {
-			out = append(out, a)
-		}
-	}
-	return strings.Join(out, ","), nil
+	return leaderFirst(c.Addrs(), l), nil
 }
 
 // proposeRawNode is apply's counterpart for rawkv: PUTs as

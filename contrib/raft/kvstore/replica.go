@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/contrib/raft/internal/leader"
 	"github.com/hashicorp/raft"
 )
 
@@ -17,9 +18,9 @@ const MethodDo = "kv.Do"
 
 // Reply status bytes.
 const (
-	statusOK        = 0
-	statusNotLeader = 1 // followed by the leader's address, if known
-	statusError     = 2 // followed by a message; the client retries
+	statusOK        = leader.StatusOK
+	statusNotLeader = leader.StatusNotLeader // followed by the leader's address, if known
+	statusError     = leader.StatusRetry     // followed by a message; the client retries
 )
 
 // Replica is one member of the replicated store.

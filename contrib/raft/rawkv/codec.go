@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/erpc-go/erpc/contrib/raft/internal/leader"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -29,10 +30,10 @@ const (
 
 // Answer statuses, the first byte of every client response.
 const (
-	statusOK        byte = iota // then found (1 byte) and the value
-	statusNotLeader             // then the leader's address, if known
-	statusRetry                 // no answer this time (leadership changed, proposal dropped): try again
-	statusStale                 // an older sequence number than the client's last applied one
+	statusOK        = leader.StatusOK        // then found (1 byte) and the value
+	statusNotLeader = leader.StatusNotLeader // then the leader's address, if known
+	statusRetry     = leader.StatusRetry     // no answer this time (leadership changed, proposal dropped): try again
+	statusStale     = leader.StatusOwn       // an older sequence number than the client's last applied one
 )
 
 var errCorrupt = errors.New("rawkv: corrupt message")

@@ -1,0 +1,76 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/transport/memnet"
+)
+
+func listen(t *testing.T, n *memnet.Network) *erpc.Endpoint {
+	tr, err := n.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := erpc.Listen("", erpc.WithTransport(tr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	return ep
+}
+
+// TestRouterFollowsRedirectsAndRetries: a follower redirects to the leader,
+// the leader first says "retry", then answers; a dead replica is skipped.
+func TestRouterFollowsRedirectsAndRetries(t *testing.T) {
+	n := memnet.NewNetwork(1, memnet.LinkConfig{})
+	follower, leaderEP, client := listen(t, n), listen(t, n), listen(t, n)
+	dead := listen(t, n)
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	leaderAddr := leaderEP.Addr().String()
+	follower.Handle("do", func(context.Context, []byte) ([]byte, error) {
+		return append([]byte{StatusNotLeader}, leaderAddr...), nil
+	})
+	var tries atomic.Int32
+	leaderEP.Handle("do", func(_ context.Context, req []byte) ([]byte, error) {
+		if tries.Add(1) == 1 {
+			return []byte{StatusRetry}, nil
+		}
+		return append([]byte{StatusOK}, req...), nil
+	})
+	r := NewRouter(client, []string{deadAddr, follower.Addr().String(), leaderAddr})
+	r.AttemptTimeout = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.Do(ctx, "do", []byte("x"), false)
+	if err != nil || string(resp) != "\x00x" {
+		t.Fatalf("Do = %q, %v", resp, err)
+	}
+	if tries.Load() != 2 {
+		t.Fatalf("leader tried %d times, want 2 (one retry)", tries.Load())
+	}
+	if r.leader != leaderAddr {
+		t.Fatalf("router's leader is %s, want %s", r.leader, leaderAddr)
+	}
+	// Now it goes to the leader directly.
+	if _, err := r.Do(ctx, "do", []byte("y"), false); err != nil || tries.Load() != 3 {
+		t.Fatalf("second Do: %v, leader tries %d", err, tries.Load())
+	}
+}
+
+func TestRouterGivesUp(t *testing.T) {
+	n := memnet.NewNetwork(1, memnet.LinkConfig{})
+	srv, client := listen(t, n), listen(t, n)
+	srv.Handle("do", func(context.Context, []byte) ([]byte, error) { return []byte{StatusNotLeader}, nil })
+	r := NewRouter(client, []string{srv.Addr().String()})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := r.Do(ctx, "do", nil, false); !errors.Is(err, ErrGaveUp) {
+		t.Fatalf("Do with no leader anywhere: %v, want ErrGaveUp", err)
+	}
+}
