@@ -83,41 +83,45 @@ func BenchmarkPingPong(b *testing.B) {
 // then the futex). (Busy polling wants a core per endpoint plus one for the
 // caller: not on a 2-core box.)
 func BenchmarkCall(b *testing.B) {
-	for _, mode := range []struct {
-		name string
-		opts []erpc.Option
-	}{
-		{"default", nil},
-	} {
-		b.Run(mode.name, func(b *testing.B) {
-			path := filepath.Join(sockDir(b), "srv.sock")
-			srv, err := erpc.Listen("shm://"+path, mode.opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer srv.Close()
-			srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
-			cli, err := erpc.Listen("shm://", mode.opts...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cli.Close()
-			s, err := cli.Dial(context.Background(), "shm://"+path)
-			if err != nil {
-				b.Fatal(err)
-			}
-			req := bytes.Repeat([]byte("x"), 32)
-			var resp []byte
-			ctx := context.Background()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for range b.N {
-				if resp, err = s.Call(ctx, "Echo", req, resp); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+	s := echoPair(b)
+	req := bytes.Repeat([]byte("x"), 32)
+	var resp []byte
+	var err error
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if resp, err = s.Call(ctx, "Echo", req, resp); err != nil {
+			b.Fatal(err)
+		}
 	}
+}
+
+// echoPair starts a server with a zero-copy Echo handler and a client
+// endpoint over shm in this process, both with opts, and returns the
+// client's session; the endpoints close when b ends.
+func echoPair(b *testing.B, opts ...erpc.Option) *erpc.Session {
+	path := filepath.Join(sockDir(b), "srv.sock")
+	srv, err := erpc.Listen("shm://"+path, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
+	srv.HandleRaw("Echo", func(r *erpc.Request) {
+		out := r.ResponseBuffer(len(r.Data()))
+		copy(out, r.Data())
+		r.Respond(out)
+	})
+	cli, err := erpc.Listen("shm://", opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cli.Close() })
+	s, err := cli.Dial(context.Background(), "shm://"+path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
 
 // BenchmarkCallProcess is an erpc call round trip of 32 bytes to a server
@@ -175,22 +179,7 @@ func BenchmarkGoChain(b *testing.B) {
 }
 
 func goChain(b *testing.B, opt erpc.Option) {
-	path := filepath.Join(sockDir(b), "srv.sock")
-	srv, err := erpc.Listen("shm://"+path, opt)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Close()
-	srv.HandleRaw("Echo", func(r *erpc.Request) { r.Respond(r.Data()) })
-	cli, err := erpc.Listen("shm://", opt)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cli.Close()
-	s, err := cli.Dial(context.Background(), "shm://"+path)
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := echoPair(b, opt)
 	req := bytes.Repeat([]byte("x"), 32)
 	resp := make([]byte, 0, 64)
 	done := make(chan error, 1)
