@@ -49,9 +49,10 @@ type clientSlot struct {
 	respGotN uint32
 	rfrNext  uint32 // first response packet never asked for
 
-	lastProgress Time // last reply for this slot (probe timer base)
-	cancelAt     Time // last cancel sent
-	unexecuted   bool // its only transmission was answered by a reset
+	lastProgress Time   // last reply for this slot (probe timer base)
+	cancelAt     Time   // last cancel sent
+	firstTx      uint32 // TxSeq of the request's first transmission
+	unexecuted   bool   // its first transmission was answered by a reset
 }
 
 // waiting reports whether the slot has its whole request acknowledged and

@@ -250,12 +250,15 @@ func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
 		return
 	}
 	// The packet this reset answers reached a server that does not know the
-	// session. If it was its call's only transmission, that call never ran
-	// anywhere.
-	if j := s.c.flight.find(h.TxSeq); j >= 0 {
-		r := s.c.flight.recs[j]
-		sl := &s.c.slots[r.slot]
-		if r.kind == kindReq && r.retx == 0 && sl.reqPkts == 1 && sl.nflight == 1 && sl.reqNum == h.ReqNum {
+	// session. If it was the first transmission of a one-packet request,
+	// that request never ran: its first copy reached only this server, and
+	// a retransmission, sent at least an RTO later to the same address,
+	// could have reached the server's previous incarnation only by
+	// overtaking the first copy by that much. (The first copy may have been
+	// retransmitted already: the new incarnation can be slow to answer.)
+	for i := range s.c.slots {
+		sl := &s.c.slots[i]
+		if sl.state == cslotActive && sl.sent && sl.reqNum == h.ReqNum && sl.reqPkts == 1 && sl.firstTx == h.TxSeq {
 			sl.unexecuted = true
 		}
 	}

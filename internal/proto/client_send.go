@@ -104,6 +104,9 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 	e.emit(s.peer, &h, payload)
 	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, idx: idx, sentAt: now})
 	sl.nflight++
+	if !sl.sent {
+		sl.firstTx = h.TxSeq
+	}
 	sl.sent = true
 	cs.lastSent = now
 	if sl.lastProgress == Never {

@@ -213,6 +213,31 @@ func TestClientTable_NackAndReset(t *testing.T) {
 	}
 }
 
+// TestClientTable_ResetOfFirstCopy: the server restarted; its new
+// incarnation is slow, so the request is retransmitted before the reset of
+// its first copy comes back. That reset still proves the request never
+// ran, so the call completes with ErrNotExecuted (the endpoint sends it
+// again on a new session); a reset of a later copy proves nothing.
+func TestClientTable_ResetOfFirstCopy(t *testing.T) {
+	tc := newTClient(t, Config{MinRTO: time.Millisecond})
+	a := tc.call("send", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.tick("retransmitted at the RTO", time.Millisecond, []out{{Type: wire.TypeReq, Seq: 3, MsgSize: 1, Len: 1}})
+	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token, ReqNum: 0, TxSeq: 2}, nil)
+	tc.step("reset of the first copy", reset, nil, "response", "session-down")
+	if ev := tc.done[a]; !errors.Is(ev.Err, ErrNotExecuted) || !errors.Is(ev.Err, ErrSessionReset) {
+		t.Fatalf("call whose first copy was reset: %+v", ev)
+	}
+
+	tc = newTClient(t, Config{MinRTO: time.Millisecond})
+	b := tc.call("send", []byte("b"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	tc.tick("retransmitted at the RTO", time.Millisecond, []out{{Type: wire.TypeReq, Seq: 3, MsgSize: 1, Len: 1}})
+	reset = pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token, ReqNum: 0, TxSeq: 3}, nil)
+	tc.step("reset of the retransmission only", reset, nil, "response", "session-down")
+	if ev := tc.done[b]; errors.Is(ev.Err, ErrNotExecuted) || !errors.Is(ev.Err, ErrSessionReset) {
+		t.Fatalf("call whose first copy may have run elsewhere: %+v", ev)
+	}
+}
+
 func TestClientTable_Cancel(t *testing.T) {
 	tc := newTClient(t, Config{Window: 1})
 	a := tc.call("a", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
