@@ -40,7 +40,7 @@ var (
 	ErrStaleRequest   = errors.New("erpc: request handle already answered")
 	ErrRequestGone    = errors.New("erpc: request was canceled or its session ended; response dropped")
 	// ErrNotExecuted wraps the session's error for calls that provably
-	// never ran: still in the backlog, or whose only transmission was
+	// never ran: still in the backlog, or whose first transmission was
 	// answered by a reset. They are safe to send again on a new session.
 	ErrNotExecuted = errors.New("erpc: the request never reached a live server")
 )
