@@ -68,6 +68,7 @@ func (r *Router) Do(ctx context.Context, method string, req []byte, anyReplica b
 		resp, err := r.try(ctx, target, method, req)
 		switch {
 		case err != nil || len(resp) == 0:
+			r.forget(target)
 			r.next(target)
 		case resp[0] == StatusNotLeader && len(resp) > 1:
 			if r.leader = string(resp[1:]); r.leader != target {
@@ -84,6 +85,17 @@ func (r *Router) Do(ctx context.Context, method string, req []byte, anyReplica b
 			return nil, ErrGaveUp
 		}
 		backoff = min(2*backoff, 20*time.Millisecond)
+	}
+}
+
+// forget drops the session to a replica that failed, so that the next try
+// dials its name again: a replica restarted elsewhere under the same name
+// (a new address on the in-memory network, a new host behind a DNS name)
+// is found, where the old session would keep calling the old address.
+func (r *Router) forget(target string) {
+	if s := r.sessions[target]; s != nil {
+		s.Close()
+		delete(r.sessions, target)
 	}
 }
 

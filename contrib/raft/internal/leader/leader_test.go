@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,5 +73,39 @@ func TestRouterGivesUp(t *testing.T) {
 	defer cancel()
 	if _, err := r.Do(ctx, "do", nil, false); !errors.Is(err, ErrGaveUp) {
 		t.Fatalf("Do with no leader anywhere: %v, want ErrGaveUp", err)
+	}
+}
+
+// TestRouterRedialsARestartedReplica: a replica restarted under the same
+// name on the in-memory network gets a new address; the router drops the
+// session that failed and dials the name again.
+func TestRouterRedialsARestartedReplica(t *testing.T) {
+	name := fmt.Sprintf("mem://leader-test-%d", time.Now().UnixNano())
+	serve := func(answer string) *erpc.Endpoint {
+		ep, err := erpc.Listen(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep.Handle("do", func(context.Context, []byte) ([]byte, error) { return []byte{StatusOK, answer[0]}, nil })
+		return ep
+	}
+	first := serve("1")
+	client, err := erpc.Listen("mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	r := NewRouter(client, []string{name})
+	r.AttemptTimeout = 100 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if resp, err := r.Do(ctx, "do", nil, false); err != nil || string(resp[1:]) != "1" {
+		t.Fatalf("first incarnation: %q, %v", resp, err)
+	}
+	first.Close()
+	second := serve("2")
+	t.Cleanup(func() { second.Close() })
+	if resp, err := r.Do(ctx, "do", nil, false); err != nil || string(resp[1:]) != "2" {
+		t.Fatalf("restarted replica: %q, %v", resp, err)
 	}
 }
