@@ -134,13 +134,21 @@ func (ep *Endpoint) wallTime(t proto.Time) time.Time {
 // post hands a command to the loop and wakes it if it sleeps. After the
 // loop has stopped, the command is settled here instead.
 func (ep *Endpoint) post(c command) {
-	if !ep.cmds.push(c) {
+	if !ep.enqueue(c) {
 		ep.failCommand(c)
-		return
+	}
+}
+
+// enqueue queues c for the loop and wakes it if it sleeps; false if the
+// loop has stopped.
+func (ep *Endpoint) enqueue(c command) bool {
+	if !ep.cmds.push(c) {
+		return false
 	}
 	if ep.sleeping.Load() {
 		ep.tr.Wake()
 	}
+	return true
 }
 
 // Post runs fn on the endpoint's event loop, after the work already handed
@@ -153,11 +161,8 @@ func (ep *Endpoint) Post(fn func()) error {
 	if fn == nil {
 		return errors.New("erpc: Post of a nil function")
 	}
-	if !ep.cmds.push(command{kind: cmdFunc, fn: fn}) {
+	if !ep.enqueue(command{kind: cmdFunc, fn: fn}) {
 		return errClosed
-	}
-	if ep.sleeping.Load() {
-		ep.tr.Wake()
 	}
 	return nil
 }

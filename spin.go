@@ -43,6 +43,6 @@ func (w *spinWindow) afterPark(parked time.Duration, worked bool) {
 	case parked >= idleParkFactor*w.hi:
 		w.cur = max(w.cur/2, w.lo)
 	case worked:
-		w.cur = min(2*max(w.cur, time.Microsecond), w.hi)
+		w.cur = min(2*w.cur, w.hi)
 	}
 }
