@@ -91,24 +91,18 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-d and -rounds must be positive, -warmup and -breakdown not negative")
 	}
 	c.systems = []string{"erpc"}
+	// -vs names and the systems they add.
+	raftSystems := map[string][]string{"erpc": nil, "raft-tcp": {"raft-tcp"}, sysRawNode: {sysRawNode},
+		"rawnode": {sysRawNode}, "all": {"raft-tcp", sysRawNode}}
 	for _, s := range splitList(*vs) {
-		switch s {
-		case "erpc":
-		case "raft-tcp", sysRawNode, "rawnode":
-			if s == "rawnode" {
-				s = sysRawNode
-			}
+		add, ok := raftSystems[s]
+		if !ok {
+			return nil, fmt.Errorf("-vs: the raft scenario compares erpc with raft-tcp and %s only, not %q", sysRawNode, s)
+		}
+		for _, s := range add {
 			if !contains(c.systems, s) {
 				c.systems = append(c.systems, s)
 			}
-		case "all":
-			for _, s := range []string{"raft-tcp", sysRawNode} {
-				if !contains(c.systems, s) {
-					c.systems = append(c.systems, s)
-				}
-			}
-		default:
-			return nil, fmt.Errorf("-vs: the raft scenario compares erpc with raft-tcp and %s only, not %q", sysRawNode, s)
 		}
 	}
 	raftCfg = rc
@@ -257,24 +251,12 @@ func (b *bench) startRaft(system string) (*raftPeer, error) {
 	}
 	addrs := strings.Split(reply, ",")
 	opts := spinOptions(raftCfg.spin)
-	rcl := &raftClient{val: make([]byte, raftValueSize)}
-	if system == sysRawNode {
-		cl, err := rawkv.NewClient(1, "127.0.0.1:0", addrs, opts...)
-		if err != nil {
-			p.stop()
-			return nil, err
-		}
-		cl.AttemptTimeout = 2 * time.Second
-		rcl.put, rcl.closeFn = cl.Put, func() { cl.Close() }
-	} else {
-		cl, err := kvstore.NewClient(1, "127.0.0.1:0", addrs, opts...)
-		if err != nil {
-			p.stop()
-			return nil, err
-		}
-		cl.AttemptTimeout = 2 * time.Second
-		rcl.put, rcl.closeFn = cl.Put, func() { cl.Close() }
+	kv, err := newKVClient(system, addrs, opts)
+	if err != nil {
+		p.stop()
+		return nil, err
 	}
+	rcl := &raftClient{kv: kv, val: make([]byte, raftValueSize)}
 	for i := range raftKeys {
 		k := make([]byte, raftKeySize)
 		copy(k, fmt.Sprintf("key-%d", i))
@@ -314,14 +296,39 @@ func bareRTT(target string, opts []erpc.Option, n int) (time.Duration, error) {
 	return lat[len(lat)/2], nil
 }
 
-// raftClient issues PUTs one at a time through kvstore's client (or
-// rawkv's), which sends them to the leader and follows redirects.
+// kvClient is what kvstore's and rawkv's clients have in common: they send
+// a PUT to the leader, follow redirects and retry.
+type kvClient interface {
+	Put(ctx context.Context, key, value []byte) error
+	Close() error
+}
+
+// newKVClient connects the client of system's store to the replicas at
+// addrs, the leader's first.
+func newKVClient(system string, addrs []string, opts []erpc.Option) (kvClient, error) {
+	const attempt = 2 * time.Second // one try at one replica
+	if system == sysRawNode {
+		cl, err := rawkv.NewClient(1, "127.0.0.1:0", addrs, opts...)
+		if err != nil {
+			return nil, err
+		}
+		cl.AttemptTimeout = attempt
+		return cl, nil
+	}
+	cl, err := kvstore.NewClient(1, "127.0.0.1:0", addrs, opts...)
+	if err != nil {
+		return nil, err
+	}
+	cl.AttemptTimeout = attempt
+	return cl, nil
+}
+
+// raftClient issues PUTs one at a time through a kvClient.
 type raftClient struct {
-	put     func(ctx context.Context, key, value []byte) error
-	closeFn func()
-	keys    [][]byte
-	val     []byte
-	n       int
+	kv   kvClient
+	keys [][]byte
+	val  []byte
+	n    int
 }
 
 func (c *raftClient) run(_ point, m *meter) error {
@@ -333,14 +340,14 @@ func (c *raftClient) run(_ point, m *meter) error {
 		c.val = c.val[:raftValueSize] // the digits, then the previous bytes
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		t0 := time.Now()
-		err := c.put(ctx, k, c.val)
+		err := c.kv.Put(ctx, k, c.val)
 		rec.done(m, t0, err)
 		cancel()
 	}
 	return nil
 }
 
-func (c *raftClient) close() { c.closeFn() }
+func (c *raftClient) close() { c.kv.Close() }
 
 // raftServer is the cluster process. It starts idle; "start" brings the
 // cluster up, "apply" measures raft.Apply on the leader.
