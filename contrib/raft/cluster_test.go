@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erpc-go/erpc/contrib/raft/internal/leaktest"
 	"github.com/erpc-go/erpc/contrib/raft/kvstore"
 	"github.com/hashicorp/raft"
 )
@@ -246,12 +247,5 @@ func TestClusterCloseLeavesNoGoroutines(t *testing.T) {
 	puts(t, cl, 20, 5)
 	cl.Close()
 	c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leaktest.Wait(t, before)
 }

@@ -6,16 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
-	"sync/atomic"
-
-	"github.com/erpc-go/erpc/transport/memnet"
 	"reflect"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/erpc-go/erpc/contrib/raft/internal/leaktest"
+	"github.com/erpc-go/erpc/transport/memnet"
 	"github.com/hashicorp/raft"
 )
 
@@ -390,14 +390,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	a.Close()
 	b.Close()
 	a.Close() // idempotent
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines before, %d after Close:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	leaktest.Wait(t, before)
 	if err := a.RequestVote("b", b.LocalAddr(), &raft.RequestVoteRequest{}, new(raft.RequestVoteResponse)); !errors.Is(err, ErrTransportShutdown) {
 		t.Fatalf("after Close: %v", err)
 	}

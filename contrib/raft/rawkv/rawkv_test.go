@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/contrib/raft/internal/leaktest"
 )
 
 // startCluster starts a 3-replica cluster and a client and waits for a
@@ -234,14 +235,7 @@ func TestCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	cl.Close()
 	c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines before, %d after:\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	leaktest.Wait(t, before)
 }
 
 func TestStateRoundTrip(t *testing.T) {
