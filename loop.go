@@ -17,6 +17,8 @@ type loopState struct {
 	gone       []netip.AddrPort
 	now        proto.Time
 	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
+	poller     transport.Poller                       // nil unless the transport has a cheap check
+	idleCheck  func() bool                            // bound once, for poller
 	stopped    bool
 	thread     busyThread // busy polling only
 	spin       spinWindow
@@ -36,6 +38,8 @@ func (ep *Endpoint) run() {
 	}
 	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
 	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
+	ep.loop.poller, _ = ep.tr.(transport.Poller)
+	ep.loop.idleCheck = func() bool { return ep.cmds.n.Load() > 0 }
 	idleSince := ep.now()
 	parked := time.Duration(-1) // the last park, until the turn after it
 	for {
@@ -64,16 +68,37 @@ func (ep *Endpoint) run() {
 			continue
 		}
 		if spin := ep.loop.spin.cur; spin < 0 || now.Sub(idleSince) < spin {
-			if ep.opts.busyPoll {
-				ep.loop.thread.idle()
-			} else {
-				runtime.Gosched()
-			}
+			ep.idle()
 			continue
 		}
 		ep.sleep()
 		idleSince = ep.now()
 		parked = idleSince.Sub(now)
+	}
+}
+
+// pollChecks is how many cheap checks a Poller makes between two turns of
+// an idle loop: enough to keep a turn's fixed costs (a clock read, the
+// transport's and the engine's bookkeeping) off the spin, few enough that
+// timers and the spin window still see the clock every microsecond or so.
+const pollChecks = 64
+
+// idle spends one idle turn: a poll of the transport where it has a cheap
+// check, then a yield.
+func (ep *Endpoint) idle() {
+	if ep.loop.poller != nil && ep.loop.poller.Poll(pollChecks, ep.loop.idleCheck) {
+		return
+	}
+	ep.yield()
+}
+
+// yield lets other goroutines run between two idle checks: in the default
+// mode always, in busy polling where busyThread says so.
+func (ep *Endpoint) yield() {
+	if ep.opts.busyPoll {
+		ep.loop.thread.idle()
+	} else {
+		runtime.Gosched()
 	}
 }
 

@@ -64,6 +64,19 @@ type PeerWatcher interface {
 	GonePeers(dst []netip.AddrPort) []netip.AddrPort
 }
 
+// Poller is implemented by transports that can tell whether Receive or
+// GonePeers has work far more cheaply than by calling them, such as shm,
+// where a check is a few loads of words in shared memory. A spinning event
+// loop then polls with Poll between its turns instead of running a whole
+// turn (a clock read, Receive, timers, Send) for every check.
+type Poller interface {
+	// Poll checks up to n times whether Receive or GonePeers has work,
+	// calling idle between two checks; idle ends the poll by returning
+	// true. Poll reports whether it found work (or the transport closed).
+	// It is called by the event loop only.
+	Poll(n int, idle func() bool) bool
+}
+
 // PacketSizer is implemented by transports that prefer a datagram size of
 // their own: a network transport wants datagrams that fit the path MTU, a
 // shared-memory one wants large ones. Without it, endpoints use 1472 bytes,

@@ -29,10 +29,10 @@ func pair(t testing.TB, opts shm.Options) (a, b *shm.Transport) {
 }
 
 // BenchmarkPingPong bounces a 32-byte datagram between two goroutines over
-// the raw transport: "spin" polls Receive, "futex" sleeps in Wait whenever
+// the raw transport: "spin" polls Receive, "sleep" sleeps in Wait whenever
 // nothing has arrived (a wake-up per message each way).
 func BenchmarkPingPong(b *testing.B) {
-	for _, mode := range []string{"spin", "futex"} {
+	for _, mode := range []string{"spin", "sleep"} {
 		b.Run(mode, func(b *testing.B) {
 			x, y := pair(b, shm.Options{})
 			wait := func(tr transport.Transport) {
@@ -80,7 +80,7 @@ func BenchmarkPingPong(b *testing.B) {
 
 // BenchmarkCall is an erpc call round trip of 32 bytes between two
 // endpoints of this process over shm, with the default loop (spin 50 µs,
-// then the futex). (Busy polling wants a core per endpoint plus one for the
+// then the bell). (Busy polling wants a core per endpoint plus one for the
 // caller: not on a 2-core box.)
 func BenchmarkCall(b *testing.B) {
 	s := echoPair(b)

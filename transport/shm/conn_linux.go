@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
+
 	"net"
 	"net/netip"
 	"sync/atomic"
@@ -24,15 +24,16 @@ import (
 //
 // Each counter sits 128 bytes from the next (a cache line of its own, and
 // no sharing through adjacent-line prefetch). A doorbell page (one memfd
-// per transport, passed to every peer) holds the sleeping word and the
-// futex word, also apart.
+// per transport, passed to every peer) holds the sleeping word; beside it
+// each transport passes its bell, an eventfd the peer writes to wake it.
 //
 // The handshake over the SOCK_SEQPACKET unix socket is two 64-byte
 // messages. The connector sends: magic, ring size R, its address (16 bytes
-// and a port), with SCM_RIGHTS [rings memfd, its doorbell memfd]. The
-// listener checks the memfd's size and header, maps both, and answers:
-// magic, status (0 ok, 1 already connected to that peer), its address,
-// with its doorbell memfd. Both close the descriptors once mapped: the
+// and a port), with SCM_RIGHTS [rings memfd, its doorbell memfd, its bell
+// eventfd]. The listener checks the memfd's size and header, maps both, and
+// answers: magic, status (0 ok, 1 already connected to that peer), its
+// address, with [its doorbell memfd, its bell]. Both close the memfds once
+// mapped (and keep the peer's bell to ring it): the
 // memory lives as long as a mapping does, and appears in no file system.
 // After the handshake the socket carries nothing; it only signals the
 // peer's death by closing.
@@ -44,11 +45,10 @@ const (
 	hdrHead0  = 384
 	hdrTail1  = 512
 	hdrHead1  = 640
-	memMagic  = 0x316d687363707265 // "erpcshm1"
+	memMagic  = 0x326d687363707265 // "erpcshm2"
 	helloSize = 64
 
 	dbSleeping = 0
-	dbSeq      = 128
 
 	statusOK        = 0
 	statusDuplicate = 1
@@ -61,7 +61,7 @@ type conn struct {
 	mem          []byte        // the rings
 	peerDB       []byte        // the peer's doorbell page
 	peerSleeping *atomic.Uint32
-	peerSeq      *atomic.Uint32
+	peerBell     int // the peer's eventfd; -1 once closed
 	out          producer
 	in           consumer
 	dead         atomic.Bool
@@ -75,10 +75,11 @@ func atomicU32(b []byte, off int) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
 }
 
-func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, connector bool) *conn {
+// newConn makes a connection over the rings in mem; it owns peerBell.
+func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, peerBell int, connector bool) *conn {
 	r := int(binary.LittleEndian.Uint64(mem[hdrRing:]))
-	c := &conn{peer: peer, sock: sock, mem: mem, peerDB: peerDB}
-	c.peerSleeping, c.peerSeq = atomicU32(peerDB, dbSleeping), atomicU32(peerDB, dbSeq)
+	c := &conn{peer: peer, sock: sock, mem: mem, peerDB: peerDB, peerBell: peerBell}
+	c.peerSleeping = atomicU32(peerDB, dbSleeping)
 	ring0 := mem[pageSize : pageSize+r : pageSize+r]
 	ring1 := mem[pageSize+r : pageSize+2*r : pageSize+2*r]
 	t0, h0 := atomicU64(mem, hdrTail0), atomicU64(mem, hdrHead0)
@@ -95,9 +96,16 @@ func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, connec
 // sleeping word rings, so a busy stream costs one atomic load per record.
 func (c *conn) ringPeer() {
 	if c.peerSleeping.Load() != 0 && c.peerSleeping.CompareAndSwap(1, 0) {
-		c.peerSeq.Add(1)
-		futexWake(c.peerSeq)
+		ringBell(c.peerBell)
 	}
+}
+
+// ringBell adds one to the eventfd bell, waking whoever waits on it. The bell
+// is non-blocking: a counter that somehow filled up has a wake-up pending
+// anyway.
+func ringBell(bell int) {
+	one := [8]byte{1}
+	unix.Write(bell, one[:])
 }
 
 func (c *conn) unmap() {
@@ -108,6 +116,10 @@ func (c *conn) unmap() {
 	if c.peerDB != nil {
 		unix.Munmap(c.peerDB)
 		c.peerDB = nil
+	}
+	if c.peerBell >= 0 {
+		unix.Close(c.peerBell)
+		c.peerBell = -1
 	}
 }
 
@@ -243,12 +255,12 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	binary.LittleEndian.PutUint64(hello, memMagic)
 	binary.LittleEndian.PutUint64(hello[8:], uint64(t.ringSize))
 	putAddr(hello[16:], t.local)
-	_, _, err = s.WriteMsgUnix(hello, unix.UnixRights(fd, t.dbFD), nil)
+	_, _, err = s.WriteMsgUnix(hello, unix.UnixRights(fd, t.dbFD, t.bellFD), nil)
 	unix.Close(fd) // the peer holds its own reference now; the mapping ours
 	if err != nil {
 		return zero, fmt.Errorf("shm: handshake: %w", err)
 	}
-	reply, fds, err := readMsg(s, 1)
+	reply, fds, err := readMsg(s, 2)
 	if err != nil {
 		return zero, err
 	}
@@ -264,18 +276,20 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		t.remember(path, peer)
 		return peer, nil
 	}
-	if len(fds) != 1 {
+	if len(fds) != 2 {
 		closeAll(fds)
 		return zero, errHandshake
 	}
 	peerDB, err = mapShared(fds[0], pageSize)
-	closeAll(fds)
+	unix.Close(fds[0])
 	if err != nil {
+		unix.Close(fds[1])
 		return zero, err
 	}
 	s.SetDeadline(time.Time{})
-	c := newConn(peer, s, mem, peerDB, true)
+	c := newConn(peer, s, mem, peerDB, fds[1], true)
 	if err := t.register(c); err != nil {
+		unix.Close(c.peerBell)
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
 			t.remember(path, peer)
 			return peer, nil
@@ -297,14 +311,22 @@ func (t *Transport) remember(path string, peer netip.AddrPort) {
 // accept runs the listening side of the handshake on a new connection.
 func (t *Transport) accept(s *net.UnixConn) error {
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
-	hello, fds, err := readMsg(s, 2)
+	hello, fds, err := readMsg(s, 3)
 	if err != nil {
 		return err
 	}
-	defer closeAll(fds)
-	if len(fds) != 2 {
+	if len(fds) != 3 {
+		closeAll(fds)
 		return errHandshake
 	}
+	bell := fds[2]
+	defer closeAll(fds[:2]) // the memfds; a connection keeps the bell
+	ok := false
+	defer func() {
+		if !ok {
+			unix.Close(bell)
+		}
+	}()
 	ring, peer, err := parseHello(hello)
 	if err != nil {
 		return err
@@ -325,7 +347,8 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		unix.Munmap(mem)
 		return err
 	}
-	c := newConn(peer, s, mem, peerDB, false)
+	c := newConn(peer, s, mem, peerDB, bell, false)
+	ok = true // c owns the bell
 	if err := t.register(c); err != nil {
 		c.unmap()
 		if errors.Is(err, errDuplicate) {
@@ -337,29 +360,8 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	// From here the watcher owns s: a failed reply closes it and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
-	if _, _, err := s.WriteMsgUnix(reply, unix.UnixRights(t.dbFD), nil); err != nil {
+	if _, _, err := s.WriteMsgUnix(reply, unix.UnixRights(t.dbFD, t.bellFD), nil); err != nil {
 		s.Close()
 	}
 	return nil
-}
-
-const (
-	futexWaitOp = 0 // FUTEX_WAIT, shared between processes (not _PRIVATE)
-	futexWakeOp = 1 // FUTEX_WAKE
-)
-
-// futexWait sleeps while *w == val, for at most timeout (forever if
-// negative). It may return early.
-func futexWait(w *atomic.Uint32, val uint32, timeout time.Duration) {
-	var ts *unix.Timespec
-	if timeout >= 0 {
-		t := unix.NsecToTimespec(int64(timeout))
-		ts = &t
-	}
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWaitOp, uintptr(val), uintptr(unsafe.Pointer(ts)), 0, 0)
-}
-
-// futexWake wakes the sleepers on w.
-func futexWake(w *atomic.Uint32) {
-	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(w)), futexWakeOp, math.MaxInt32, 0, 0, 0)
 }

@@ -12,8 +12,10 @@
 //
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
 // erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word in a
-// small shared page of its own and sleeps on a futex in it; a peer that
-// publishes a record rings that futex only when it sees the word set.
+// small shared page of its own and sleeps on its bell, an eventfd passed to
+// every peer and read through the Go netpoller (so a sleeping loop holds no
+// thread); a peer that publishes a record rings the bell only when it sees
+// the word set.
 //
 // The unix socket stays open for the life of the connection: when the peer
 // process dies, even by SIGKILL, the kernel closes it, the transport sees
@@ -55,7 +57,7 @@ type Options struct {
 	// MaxDatagram is RingSize/16, at most 256 KiB.
 	RingSize int
 
-	// Spin is how long Wait polls the rings before it sleeps on the futex.
+	// Spin is how long Wait polls the rings before it sleeps on the bell.
 	// Default 0: the endpoint's loop already spins (erpc.WithSpin) before it
 	// calls Wait. Negative: Wait never sleeps (busy polling), it returns
 	// only for data, its deadline, Wake or Close.

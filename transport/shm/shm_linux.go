@@ -43,16 +43,22 @@ type Transport struct {
 	local    netip.AddrPort
 	ln       *net.UnixListener
 
-	// Our doorbell: a page of shared memory passed to every peer. Peers
-	// ring it (bump seq, futex-wake) after publishing a record while
-	// sleeping is set.
+	// Our doorbell: a page of shared memory passed to every peer, with
+	// the sleeping word, and our bell, an eventfd passed too. A peer that
+	// publishes a record while sleeping is set rings the bell. Wait reads
+	// the bell through the Go netpoller, so a sleeping loop holds no
+	// thread and no P: other goroutines of the process keep running, even
+	// with GOMAXPROCS 1 (a blocking futex would hold the P until the
+	// runtime's monitor noticed, tens of microseconds to 10 ms later).
 	db       []byte
 	dbFD     int
 	sleeping *atomic.Uint32
-	seq      *atomic.Uint32
+	bell     *os.File // our eventfd, registered with the netpoller
+	bellFD   int      // the same descriptor, to pass and to ring
+	bellBuf  [8]byte
 
 	wakePending atomic.Bool // Wake was called; the next Wait returns at once
-	waiting     atomic.Bool // the loop is in Wait and may sleep on the futex
+	waiting     atomic.Bool // the loop is in Wait and may sleep on the bell
 	closed      atomic.Bool
 	refs        atomic.Int32 // calls touching shared memory; Close waits them out
 	gone        atomic.Bool  // a connection died: GonePeers has work
@@ -80,6 +86,7 @@ var (
 	_ transport.Transport   = (*Transport)(nil)
 	_ transport.PeerWatcher = (*Transport)(nil)
 	_ transport.PacketSizer = (*Transport)(nil)
+	_ transport.Poller      = (*Transport)(nil)
 )
 
 // Listen opens a shared-memory transport. path is the unix socket through
@@ -91,6 +98,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 		opts:       opts,
 		ringSize:   ringSizeOf(opts.RingSize),
 		dbFD:       -1,
+		bellFD:     -1,
 		paths:      make(map[string]netip.AddrPort),
 		known:      make(map[netip.AddrPort]string),
 		redialed:   make(map[netip.AddrPort]time.Time),
@@ -102,7 +110,12 @@ func Listen(path string, opts Options) (*Transport, error) {
 	if t.dbFD, t.db, err = createShared("erpc-shm-doorbell", pageSize); err != nil {
 		return nil, err
 	}
-	t.sleeping, t.seq = atomicU32(t.db, dbSleeping), atomicU32(t.db, dbSeq)
+	t.sleeping = atomicU32(t.db, dbSleeping)
+	if t.bellFD, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
+		t.release0()
+		return nil, fmt.Errorf("shm: eventfd: %w", err)
+	}
+	t.bell = os.NewFile(uintptr(t.bellFD), "erpc-shm-bell")
 	if path == "" {
 		t.local = clientAddr()
 		return t, nil
@@ -310,10 +323,31 @@ func (t *Transport) ready() bool {
 	return false
 }
 
+// Poll checks up to n times whether a peer has published records or a
+// connection died, calling idle between two checks (see
+// transport.Poller). It marks the shared memory in use once for all the
+// checks: that mark is an atomic read-modify-write, a full barrier that
+// costs more than a check.
+func (t *Transport) Poll(n int, idle func() bool) bool {
+	if !t.acquire() {
+		return true // closed: Receive reports it
+	}
+	defer t.release()
+	for range n {
+		if t.gone.Load() || t.ready() {
+			return true
+		}
+		if idle() {
+			return false
+		}
+	}
+	return false
+}
+
 // Wait returns when a peer has published records, deadline passes, or Wake
 // or Close is called. It polls for Options.Spin, then sets the sleeping
 // word of its doorbell, checks the rings once more (a peer that published
-// before seeing the word set did not ring) and sleeps on the futex.
+// before seeing the word set did not ring) and sleeps until its bell rings.
 func (t *Transport) Wait(deadline time.Time) error {
 	if !t.acquire() {
 		return transport.ErrClosed
@@ -343,17 +377,14 @@ func (t *Transport) Wait(deadline time.Time) error {
 			}
 		}
 	}
-	timeout := time.Duration(-1)
-	if !deadline.IsZero() {
-		if timeout = time.Until(deadline); timeout <= 0 {
-			return nil
-		}
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		return nil
 	}
 	t.waiting.Store(true)
-	seq := t.seq.Load()
 	t.sleeping.Store(1)
 	if !t.wakePending.Swap(false) && !t.closed.Load() && !t.ready() {
-		futexWait(t.seq, seq, timeout)
+		t.bell.SetReadDeadline(deadline)
+		t.bell.Read(t.bellBuf[:]) // a ring, the deadline, or Close's ring
 	}
 	t.sleeping.Store(0)
 	t.waiting.Store(false)
@@ -369,8 +400,7 @@ func (t *Transport) Wake() {
 	if !t.waiting.Load() || !t.acquire() {
 		return
 	}
-	t.seq.Add(1)
-	futexWake(t.seq)
+	ringBell(t.bellFD)
 	t.release()
 }
 
@@ -454,8 +484,7 @@ func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
-	t.seq.Add(1) // end a Wait in progress
-	futexWake(t.seq)
+	ringBell(t.bellFD) // end a Wait in progress
 	if t.ln != nil {
 		t.ln.Close()
 	}
@@ -483,8 +512,12 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// release0 frees the doorbell.
+// release0 frees the doorbell and the bell.
 func (t *Transport) release0() {
+	if t.bell != nil {
+		t.bell.Close()
+		t.bell, t.bellFD = nil, -1
+	}
 	if t.db != nil {
 		unix.Munmap(t.db)
 		t.db = nil
