@@ -67,7 +67,7 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 		sysRawNode+" (etcd raft's RawNode on each replica's erpc event loop), all")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
 	fs.BoolVar(&c.pin, "pin", true, "pin the cluster process to CPU 0 and the client to CPU 1 (when there are two or more)")
-	fs.StringVar(&c.transport, "transport", "udp", "erpc transport (udp only: the cluster is another process)")
+	fs.StringVar(&c.transport, "transport", "udp", "erpc transport of the replicas and the client: udp (loopback) or shm (same host; raft-tcp still replicates over TCP)")
 	// Several endpoints share the cluster's core: equal fixed spins keep
 	// any of them from parking while the others poll (see erpc.WithSpin).
 	rc.spin = time.Millisecond
@@ -84,8 +84,8 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if c.transport != "udp" {
-		return nil, fmt.Errorf("-transport: the raft scenario runs on udp only")
+	if c.transport != "udp" && c.transport != "shm" {
+		return nil, fmt.Errorf("-transport: the raft scenario runs on udp or shm (the cluster is another process)")
 	}
 	if c.dur <= 0 || c.warmup < 0 || rc.rounds < 1 || rc.breakdown < 0 {
 		return nil, fmt.Errorf("-d and -rounds must be positive, -warmup and -breakdown not negative")
@@ -244,14 +244,15 @@ func (b *bench) startRaft(system string) (*raftPeer, error) {
 	if system == "raft-tcp" || system == sysRawNode {
 		tr = system
 	}
-	reply, err := srv.ctl(fmt.Sprintf("start %s %s %d", tr, spinString(raftCfg.spin), raftCfg.inflight))
+	reply, err := srv.ctl(fmt.Sprintf("start %s %s %d %s", tr, spinString(raftCfg.spin), raftCfg.inflight, b.cfg.transport))
 	if err != nil {
 		p.stop()
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
 	addrs := strings.Split(reply, ",")
 	opts := spinOptions(raftCfg.spin)
-	kv, err := newKVClient(system, addrs, opts)
+	listen := clientListen(b.cfg.transport)
+	kv, err := newKVClient(system, listen, addrs, opts)
 	if err != nil {
 		p.stop()
 		return nil, err
@@ -263,16 +264,25 @@ func (b *bench) startRaft(system string) (*raftPeer, error) {
 		rcl.keys = append(rcl.keys, k)
 	}
 	p.cli = rcl
-	if p.rtt, err = bareRTT(addrs[0], opts, 2000); err != nil {
+	if p.rtt, err = bareRTT(listen, addrs[0], opts, 2000); err != nil {
 		b.out.warn("%s: bare RTT: %v", system, err)
 	}
 	return p, nil
 }
 
-// bareRTT is the p50 of n empty calls to an unregistered method on target:
-// erpc's round trip with no handler work.
-func bareRTT(target string, opts []erpc.Option, n int) (time.Duration, error) {
-	ep, err := erpc.Listen("127.0.0.1:0", opts...)
+// clientListen is the address the client's endpoint listens on for an
+// erpc transport.
+func clientListen(transport string) string {
+	if transport == "shm" {
+		return "shm://"
+	}
+	return "127.0.0.1:0"
+}
+
+// bareRTT is the p50 of n empty calls to an unregistered method on target,
+// from an endpoint on listen: erpc's round trip with no handler work.
+func bareRTT(listen, target string, opts []erpc.Option, n int) (time.Duration, error) {
+	ep, err := erpc.Listen(listen, opts...)
 	if err != nil {
 		return 0, err
 	}
@@ -303,19 +313,19 @@ type kvClient interface {
 	Close() error
 }
 
-// newKVClient connects the client of system's store to the replicas at
-// addrs, the leader's first.
-func newKVClient(system string, addrs []string, opts []erpc.Option) (kvClient, error) {
+// newKVClient connects the client of system's store, on an endpoint that
+// listens on listen, to the replicas at addrs, the leader's first.
+func newKVClient(system, listen string, addrs []string, opts []erpc.Option) (kvClient, error) {
 	const attempt = 2 * time.Second // one try at one replica
 	if system == sysRawNode {
-		cl, err := rawkv.NewClient(1, "127.0.0.1:0", addrs, opts...)
+		cl, err := rawkv.NewClient(1, listen, addrs, opts...)
 		if err != nil {
 			return nil, err
 		}
 		cl.AttemptTimeout = attempt
 		return cl, nil
 	}
-	cl, err := kvstore.NewClient(1, "127.0.0.1:0", addrs, opts...)
+	cl, err := kvstore.NewClient(1, listen, addrs, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +388,7 @@ func (s *raftServer) control(args []string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case args[0] == "start" && len(args) == 4:
+	case args[0] == "start" && len(args) == 5:
 		if s.c != nil || s.rk != nil {
 			return "", errors.New("already started")
 		}
@@ -390,7 +400,7 @@ func (s *raftServer) control(args []string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return s.start(args[1], spin, inflight)
+		return s.start(args[1], spin, inflight, args[4])
 	case args[0] == "apply" && len(args) == 2:
 		d, err := time.ParseDuration(args[1])
 		if err != nil {
@@ -428,11 +438,11 @@ func spinOptions(d time.Duration) []erpc.Option {
 	return []erpc.Option{erpc.WithSpin(d)}
 }
 
-// start brings up the cluster and returns the client API addresses,
-// the leader's first.
-func (s *raftServer) start(transport string, spin time.Duration, inflight int) (string, error) {
+// start brings up the cluster, its erpc endpoints on network (udp or shm),
+// and returns the client API addresses, the leader's first.
+func (s *raftServer) start(transport string, spin time.Duration, inflight int, network string) (string, error) {
 	if transport == sysRawNode {
-		return s.startRawNode(spin)
+		return s.startRawNode(spin, network)
 	}
 	if transport == "raft-tcp" {
 		// The replicas' erpc endpoints carry only the client hop there. On
@@ -442,7 +452,7 @@ func (s *raftServer) start(transport string, spin time.Duration, inflight int) (
 		spin = 0
 	}
 	c, err := kvstore.StartCluster(kvstore.ClusterConfig{
-		Network:         "udp",
+		Network:         network,
 		RaftTransport:   transport,
 		EndpointOptions: spinOptions(spin),
 		Transport:       erpcraft.Config{MaxInFlight: inflight},

@@ -14,8 +14,9 @@ const sysRawNode = "etcd-rawnode"
 
 // startRawNode brings up a rawkv cluster whose endpoints all spin as -spin says,
 // and returns the replicas' addresses, the leader's first.
-func (s *raftServer) startRawNode(spin time.Duration) (string, error) {
+func (s *raftServer) startRawNode(spin time.Duration, network string) (string, error) {
 	c, err := rawkv.StartCluster(rawkv.ClusterConfig{
+		Network:         network,
 		EndpointOptions: spinOptions(spin),
 		Replica: func(rc *rawkv.Config) {
 			// Elections after 1-2 s of silence, as hashicorp/raft's 1 s

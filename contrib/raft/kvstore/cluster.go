@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // client API uses erpc.
 type ClusterConfig struct {
 	N             int    // replicas, default 3
-	Network       string // "udp" (default, loopback) or "mem"
+	Network       string // "udp" (default, loopback), "shm" (same host) or "mem"
 	RaftTransport string // "erpc" (default) or "raft-tcp"
 	// Raft adjusts the raft configuration, which starts from FastConfig.
 	Raft func(*raft.Config)
@@ -70,6 +71,7 @@ type node struct {
 // Cluster is a running in-process cluster.
 type Cluster struct {
 	cfg    ClusterConfig
+	dir    string // shm: the directory of the replicas' sockets
 	nodes  []*node
 	Faults *Faults
 	mu     sync.Mutex
@@ -91,6 +93,13 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, Faults: NewFaults()}
 	tag := rand.Uint32()
+	if cfg.Network == "shm" {
+		dir, err := os.MkdirTemp("", "kvstore-shm-")
+		if err != nil {
+			return nil, err
+		}
+		c.dir = dir
+	}
 	for i := range cfg.N {
 		n := &node{id: raft.ServerID(fmt.Sprintf("r%d", i)), logs: raft.NewInmemStore(), snaps: cfg.SnapshotStore(), fsm: NewFSM()}
 		switch cfg.Network {
@@ -98,7 +107,10 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 			n.listen = fmt.Sprintf("mem://kv-%08x-%d", tag, i)
 		case "udp":
 			n.listen = "127.0.0.1:0"
+		case "shm":
+			n.listen = "shm://" + filepath.Join(c.dir, fmt.Sprintf("r%d.sock", i))
 		default:
+			c.Close()
 			return nil, fmt.Errorf("kvstore: unknown network %q", cfg.Network)
 		}
 		c.nodes = append(c.nodes, n)
@@ -168,6 +180,9 @@ func (c *Cluster) openTransport(n *node) error {
 			n.raftAddr = t.LocalAddr()
 		}
 		listen := "127.0.0.1:0"
+		if c.cfg.Network == "shm" {
+			listen = n.listen
+		}
 		if n.apiAddr != "" {
 			listen = n.apiAddr
 		}
@@ -179,6 +194,9 @@ func (c *Cluster) openTransport(n *node) error {
 		n.trans, n.ep = t, ep
 		if n.apiAddr == "" {
 			n.apiAddr = ep.Addr().String()
+			if c.cfg.Network == "shm" { // the address is synthetic: dial the socket
+				n.apiAddr = listen
+			}
 		}
 	default:
 		return fmt.Errorf("kvstore: unknown raft transport %q", c.cfg.RaftTransport)
@@ -299,6 +317,9 @@ func (c *Cluster) Restart(i int) error {
 
 // Close stops every replica.
 func (c *Cluster) Close() {
+	if c.dir != "" {
+		defer os.RemoveAll(c.dir)
+	}
 	for i, n := range c.nodes {
 		if c.Replica(i) != nil {
 			c.Stop(i)

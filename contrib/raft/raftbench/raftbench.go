@@ -30,7 +30,7 @@ import (
 // 1 s warm-up, 5 s measured, 16-byte keys and 64-byte values.
 type Config struct {
 	Transport string        // "erpc" (default) or "raft-tcp"
-	Network   string        // erpc network for replicas and client: "udp" (default) or "mem"
+	Network   string        // erpc network for replicas and client: "udp" (default), "shm" or "mem"
 	Warmup    time.Duration // default 1 s, not measured
 	Duration  time.Duration // default 5 s; a run also stops after MaxPuts
 	MaxPuts   int           // 0: no limit
@@ -129,11 +129,7 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	network := "127.0.0.1:0"
-	if cfg.Network == "mem" {
-		network = "mem://"
-	}
-	cl, err := kvstore.NewClient(1, network, c.APIAddrs(), cfg.EndpointOptions...)
+	cl, err := kvstore.NewClient(1, clientListen(cfg.Network), c.APIAddrs(), cfg.EndpointOptions...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -166,13 +162,20 @@ func (b *Cluster) Put(ctx context.Context) error {
 	return b.client.Put(ctx, k, b.value)
 }
 
+// clientListen is the address a client endpoint listens on in network.
+func clientListen(network string) string {
+	switch network {
+	case "mem":
+		return "mem://"
+	case "shm":
+		return "shm://"
+	}
+	return "127.0.0.1:0"
+}
+
 // baseRTT measures empty erpc calls from a client endpoint to the leader's.
 func (b *Cluster) baseRTT(ctx context.Context, n int) (time.Duration, error) {
-	network := "127.0.0.1:0"
-	if b.cfg.Network == "mem" {
-		network = "mem://"
-	}
-	ep, err := erpc.Listen(network)
+	ep, err := erpc.Listen(clientListen(b.cfg.Network))
 	if err != nil {
 		return 0, err
 	}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/erpc-go/erpc"
@@ -13,7 +16,7 @@ import (
 // ClusterConfig describes a cluster of replicas in this process.
 type ClusterConfig struct {
 	Replicas int    // default 3
-	Network  string // "udp" (default, loopback) or "mem" (memnet.Default)
+	Network  string // "udp" (default, loopback), "shm" (same host) or "mem" (memnet.Default)
 	// EndpointOptions are given to every replica's endpoint. Give every
 	// endpoint of the process the same erpc.WithSpin (see erpc.WithSpin).
 	EndpointOptions []erpc.Option
@@ -27,6 +30,7 @@ type ClusterConfig struct {
 type Cluster struct {
 	reps  []*Replica
 	addrs []string
+	dir   string // shm: the directory of the replicas' sockets
 }
 
 // StartCluster opens the endpoints, then starts the replicas; it does not
@@ -45,12 +49,21 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		return nil, err
 	}
 	tag := rand.Uint32()
+	if cfg.Network == "shm" {
+		dir, err := os.MkdirTemp("", "rawkv-shm-")
+		if err != nil {
+			return nil, err
+		}
+		c.dir = dir
+	}
 	for i := range cfg.Replicas {
 		addr := "127.0.0.1:0"
 		switch cfg.Network {
 		case "", "udp":
 		case "mem":
 			addr = fmt.Sprintf("mem://rawkv-%08x-%d", tag, i+1)
+		case "shm":
+			addr = "shm://" + filepath.Join(c.dir, fmt.Sprintf("r%d.sock", i+1))
 		default:
 			return fail(fmt.Errorf("rawkv: unknown network %q", cfg.Network))
 		}
@@ -59,11 +72,10 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 			return fail(err)
 		}
 		eps = append(eps, ep)
-		if cfg.Network == "mem" {
-			c.addrs = append(c.addrs, addr)
-		} else {
-			c.addrs = append(c.addrs, ep.Addr().String())
+		if strings.HasPrefix(addr, "127.0.0.1:") {
+			addr = ep.Addr().String() // the port picked
 		}
+		c.addrs = append(c.addrs, addr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -117,5 +129,8 @@ func (c *Cluster) Leader(timeout time.Duration) (int, error) {
 func (c *Cluster) Close() {
 	for _, r := range c.reps {
 		r.Close()
+	}
+	if c.dir != "" {
+		os.RemoveAll(c.dir)
 	}
 }
