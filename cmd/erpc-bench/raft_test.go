@@ -4,19 +4,30 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 // TestSmokeRaft runs the raft scenario end to end, erpc, raft-tcp and
 // etcd-rawnode, each cluster in a server process of its own, for a
-// fraction of a second.
+// fraction of a second, with the erpc endpoints on UDP and (on Linux) shm.
 func TestSmokeRaft(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
+	transports := []string{"udp"}
+	if runtime.GOOS == "linux" {
+		transports = append(transports, "shm")
+	}
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { smokeRaft(t, tr) })
+	}
+}
+
+func smokeRaft(t *testing.T, transport string) {
 	var out bytes.Buffer
-	err := run([]string{"raft", "-vs", "raft-tcp," + sysRawNode, "-d", "400ms", "-warmup", "100ms", "-breakdown", "200ms",
+	err := run([]string{"raft", "-transport", transport, "-vs", "raft-tcp," + sysRawNode, "-d", "400ms", "-warmup", "100ms", "-breakdown", "200ms",
 		"-json", "-pin=false"}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)

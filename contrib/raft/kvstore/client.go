@@ -30,7 +30,7 @@ type Client struct {
 }
 
 // NewClient opens a client endpoint on network ("127.0.0.1:0" for UDP,
-// "mem://" for memnet) for the given replica addresses.
+// "shm://" for shared memory, "mem://" for memnet) for the given replica addresses.
 func NewClient(id uint64, network string, replicas []string, opt ...erpc.Option) (*Client, error) {
 	ep, err := erpc.Listen(network, opt...)
 	if err != nil {

@@ -10,7 +10,9 @@ import (
 	"github.com/erpc-go/erpc"
 )
 
-// TestExperiment is a scratch knob board (temporary).
+// TestExperiment runs one configuration chosen by environment variables
+// (RB_EXP=1 to run; RB_TR, RB_NET, RB_SPIN, RB_INFLIGHT, RB_DIRECT), for
+// measurements by hand such as raft.Apply over memnet; skipped otherwise.
 func TestExperiment(t *testing.T) {
 	if os.Getenv("RB_EXP") == "" {
 		t.Skip()

@@ -2,6 +2,7 @@ package raftbench
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -48,16 +49,23 @@ func report(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(s[min(len(s)-1, len(s)*99/100)].Microseconds()), "p99-µs")
 }
 
-// TestRunShort checks that Run works end to end for both transports.
+// TestRunShort checks that Run works end to end for both raft transports,
+// with the erpc endpoints on UDP and (on Linux) on shm.
 func TestRunShort(t *testing.T) {
-	for _, tr := range []string{"erpc", "raft-tcp"} {
-		res, err := Run(context.Background(), Config{Transport: tr, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond})
-		if err != nil {
-			t.Fatalf("%s: %v", tr, err)
+	networks := []string{"udp"}
+	if runtime.GOOS == "linux" {
+		networks = append(networks, "shm")
+	}
+	for _, network := range networks {
+		for _, tr := range []string{"erpc", "raft-tcp"} {
+			res, err := Run(context.Background(), Config{Transport: tr, Network: network, Warmup: 100 * time.Millisecond, Duration: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatalf("%s on %s: %v", tr, network, err)
+			}
+			if res.Count == 0 || res.P50 <= 0 || res.P99 < res.P50 {
+				t.Fatalf("%s on %s: %+v", tr, network, res)
+			}
+			t.Log(network, res)
 		}
-		if res.Count == 0 || res.P50 <= 0 || res.P99 < res.P50 {
-			t.Fatalf("%s: %+v", tr, res)
-		}
-		t.Log(res)
 	}
 }

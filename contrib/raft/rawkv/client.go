@@ -33,7 +33,7 @@ type Client struct {
 var ErrGaveUp = leader.ErrGaveUp
 
 // NewClient opens a client endpoint on network ("127.0.0.1:0" for UDP,
-// "mem://" for memnet) for the replicas at the given addresses. id 0
+// "shm://" for shared memory, "mem://" for memnet) for the replicas at the given addresses. id 0
 // picks a random one.
 func NewClient(id uint64, network string, replicas []string, opt ...erpc.Option) (*Client, error) {
 	for id == 0 || id >= localClient {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -28,8 +29,11 @@ func startCluster(t *testing.T, network string, adjust func(*Config)) (*Cluster,
 		t.Fatal(err)
 	}
 	local := "127.0.0.1:0"
-	if network == "mem" {
+	switch network {
+	case "mem":
 		local = "mem://"
+	case "shm":
+		local = "shm://"
 	}
 	cl, err := NewClient(0, local, c.Addrs())
 	if err != nil {
@@ -207,6 +211,24 @@ func TestSnapshotCatchUp(t *testing.T) {
 	}
 	cut.Store(0)
 	checkStore(t, converged(t, c, -1), 60)
+}
+
+// TestShm: a cluster and its client on the shared-memory transport
+// replicate PUTs, and closing the cluster removes its socket directory.
+func TestShm(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("shm needs Linux")
+	}
+	c, cl, _ := startCluster(t, "shm", nil)
+	for i := range 30 {
+		put(t, cl, i)
+	}
+	checkStore(t, converged(t, c, -1), 30)
+	dir := c.dir
+	c.Close()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("socket directory %s left behind: %v", dir, err)
+	}
 }
 
 // TestCloseLeavesNoGoroutines: a cluster and a client, once closed, leave
