@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
 	"net"
 	"net/netip"
 	"sync/atomic"

@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/erpc-go/erpc"
 	erpcraft "github.com/erpc-go/erpc/contrib/raft"
+	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
@@ -71,7 +70,7 @@ type node struct {
 // Cluster is a running in-process cluster.
 type Cluster struct {
 	cfg    ClusterConfig
-	dir    string // shm: the directory of the replicas' sockets
+	net    *localnet.Net
 	nodes  []*node
 	Faults *Faults
 	mu     sync.Mutex
@@ -91,28 +90,14 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	if cfg.SnapshotStore == nil {
 		cfg.SnapshotStore = func() raft.SnapshotStore { return raft.NewInmemSnapshotStore() }
 	}
-	c := &Cluster{cfg: cfg, Faults: NewFaults()}
-	tag := rand.Uint32()
-	if cfg.Network == "shm" {
-		dir, err := os.MkdirTemp("", "kvstore-shm-")
-		if err != nil {
-			return nil, err
-		}
-		c.dir = dir
+	net, err := localnet.New(cfg.Network, "kvstore")
+	if err != nil {
+		return nil, err
 	}
+	c := &Cluster{cfg: cfg, net: net, Faults: NewFaults()}
 	for i := range cfg.N {
 		n := &node{id: raft.ServerID(fmt.Sprintf("r%d", i)), logs: raft.NewInmemStore(), snaps: cfg.SnapshotStore(), fsm: NewFSM()}
-		switch cfg.Network {
-		case "mem":
-			n.listen = fmt.Sprintf("mem://kv-%08x-%d", tag, i)
-		case "udp":
-			n.listen = "127.0.0.1:0"
-		case "shm":
-			n.listen = "shm://" + filepath.Join(c.dir, fmt.Sprintf("r%d.sock", i))
-		default:
-			c.Close()
-			return nil, fmt.Errorf("kvstore: unknown network %q", cfg.Network)
-		}
+		n.listen = net.Listen(i)
 		c.nodes = append(c.nodes, n)
 		if err := c.openTransport(n); err != nil {
 			c.Close()
@@ -193,10 +178,7 @@ func (c *Cluster) openTransport(n *node) error {
 		}
 		n.trans, n.ep = t, ep
 		if n.apiAddr == "" {
-			n.apiAddr = ep.Addr().String()
-			if c.cfg.Network == "shm" { // the address is synthetic: dial the socket
-				n.apiAddr = listen
-			}
+			n.apiAddr = localnet.Dialable(listen, ep)
 		}
 	default:
 		return fmt.Errorf("kvstore: unknown raft transport %q", c.cfg.RaftTransport)
@@ -317,9 +299,7 @@ func (c *Cluster) Restart(i int) error {
 
 // Close stops every replica.
 func (c *Cluster) Close() {
-	if c.dir != "" {
-		defer os.RemoveAll(c.dir)
-	}
+	defer c.net.Close()
 	for i, n := range c.nodes {
 		if c.Replica(i) != nil {
 			c.Stop(i)

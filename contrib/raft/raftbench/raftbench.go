@@ -22,6 +22,7 @@ import (
 
 	"github.com/erpc-go/erpc"
 	erpcraft "github.com/erpc-go/erpc/contrib/raft"
+	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
 	"github.com/erpc-go/erpc/contrib/raft/kvstore"
 	"github.com/hashicorp/raft"
 )
@@ -129,7 +130,7 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	cl, err := kvstore.NewClient(1, clientListen(cfg.Network), c.APIAddrs(), cfg.EndpointOptions...)
+	cl, err := kvstore.NewClient(1, localnet.Client(cfg.Network), c.APIAddrs(), cfg.EndpointOptions...)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -162,20 +163,9 @@ func (b *Cluster) Put(ctx context.Context) error {
 	return b.client.Put(ctx, k, b.value)
 }
 
-// clientListen is the address a client endpoint listens on in network.
-func clientListen(network string) string {
-	switch network {
-	case "mem":
-		return "mem://"
-	case "shm":
-		return "shm://"
-	}
-	return "127.0.0.1:0"
-}
-
 // baseRTT measures empty erpc calls from a client endpoint to the leader's.
 func (b *Cluster) baseRTT(ctx context.Context, n int) (time.Duration, error) {
-	ep, err := erpc.Listen(clientListen(b.cfg.Network))
+	ep, err := erpc.Listen(localnet.Client(b.cfg.Network))
 	if err != nil {
 		return 0, err
 	}

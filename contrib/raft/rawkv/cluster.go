@@ -3,14 +3,10 @@ package rawkv
 import (
 	"context"
 	"errors"
-	"fmt"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
 )
 
 // ClusterConfig describes a cluster of replicas in this process.
@@ -30,7 +26,7 @@ type ClusterConfig struct {
 type Cluster struct {
 	reps  []*Replica
 	addrs []string
-	dir   string // shm: the directory of the replicas' sockets
+	net   *localnet.Net
 }
 
 // StartCluster opens the endpoints, then starts the replicas; it does not
@@ -48,34 +44,19 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	tag := rand.Uint32()
-	if cfg.Network == "shm" {
-		dir, err := os.MkdirTemp("", "rawkv-shm-")
-		if err != nil {
-			return nil, err
-		}
-		c.dir = dir
+	net, err := localnet.New(cfg.Network, "rawkv")
+	if err != nil {
+		return nil, err
 	}
+	c.net = net
 	for i := range cfg.Replicas {
-		addr := "127.0.0.1:0"
-		switch cfg.Network {
-		case "", "udp":
-		case "mem":
-			addr = fmt.Sprintf("mem://rawkv-%08x-%d", tag, i+1)
-		case "shm":
-			addr = "shm://" + filepath.Join(c.dir, fmt.Sprintf("r%d.sock", i+1))
-		default:
-			return fail(fmt.Errorf("rawkv: unknown network %q", cfg.Network))
-		}
-		ep, err := erpc.Listen(addr, cfg.EndpointOptions...)
+		listen := net.Listen(i + 1)
+		ep, err := erpc.Listen(listen, cfg.EndpointOptions...)
 		if err != nil {
 			return fail(err)
 		}
 		eps = append(eps, ep)
-		if strings.HasPrefix(addr, "127.0.0.1:") {
-			addr = ep.Addr().String() // the port picked
-		}
-		c.addrs = append(c.addrs, addr)
+		c.addrs = append(c.addrs, localnet.Dialable(listen, ep))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -130,7 +111,7 @@ func (c *Cluster) Close() {
 	for _, r := range c.reps {
 		r.Close()
 	}
-	if c.dir != "" {
-		os.RemoveAll(c.dir)
+	if c.net != nil {
+		c.net.Close()
 	}
 }

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/erpc-go/erpc"
 	"github.com/erpc-go/erpc/contrib/raft/internal/leaktest"
+	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
 )
 
 // startCluster starts a 3-replica cluster and a client and waits for a
@@ -28,14 +31,7 @@ func startCluster(t *testing.T, network string, adjust func(*Config)) (*Cluster,
 	if err != nil {
 		t.Fatal(err)
 	}
-	local := "127.0.0.1:0"
-	switch network {
-	case "mem":
-		local = "mem://"
-	case "shm":
-		local = "shm://"
-	}
-	cl, err := NewClient(0, local, c.Addrs())
+	cl, err := NewClient(0, localnet.Client(network), c.Addrs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +220,7 @@ func TestShm(t *testing.T) {
 		put(t, cl, i)
 	}
 	checkStore(t, converged(t, c, -1), 30)
-	dir := c.dir
+	dir := filepath.Dir(strings.TrimPrefix(c.Addrs()[0], "shm://"))
 	c.Close()
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("socket directory %s left behind: %v", dir, err)
