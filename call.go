@@ -91,7 +91,7 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 		ep.finishOnLoop(c, nil, serr)
 		return
 	}
-	id, err := ep.eng.StartCall(now, sid, c.method, c.req, c.resp, c)
+	id, err := ep.eng.StartCall(now, sid, c.method, c.req, c.resp, proto.Never, c)
 	if err != nil {
 		ep.finishOnLoop(c, nil, engineError(err))
 		return

@@ -121,7 +121,7 @@ func (r *Request) Context() context.Context { return &r.ctx }
 // answering with it allocates nothing; elsewhere it is a new buffer.
 func (r *Request) ResponseBuffer(n int) []byte {
 	if r.inline {
-		return r.ep.eng.ResponseBuffer(r.h, n)
+		return r.ep.eng.Buffer(n)
 	}
 	return make([]byte, n)
 }

@@ -36,7 +36,7 @@ func main() {
 	want := map[proto.CallID][]byte{}
 	for i := range *calls {
 		req := bytes.Repeat([]byte{byte(i)}, sizes[i%len(sizes)])
-		id, err := cli.StartCall(now, sid, 1, req, nil, nil)
+		id, err := cli.StartCall(now, sid, 1, req, nil, proto.Never, nil)
 		if err != nil {
 			fail("start call: %v", err)
 		}
@@ -49,7 +49,7 @@ func main() {
 			for ev, ok := e.NextEvent(); ok; ev, ok = e.NextEvent() {
 				switch ev.Type {
 				case proto.EventRequest: // the echo handler
-					_ = e.Respond(now, ev.Req, 0, append([]byte(nil), ev.Req.Data()...))
+					_ = e.Respond(now, ev.Req, 0, ev.Req.Data()) // the slot takes the request buffer over
 				case proto.EventResponse:
 					done++
 					if ev.Err != nil || !bytes.Equal(ev.Data, want[ev.Call]) {

@@ -52,11 +52,15 @@ func (p *pair) pass(from *Engine, fromAddr netip.AddrPort, to *Engine) {
 	}
 }
 
-// roundTrip makes one call and answers it with a same-sized response from
-// the slot's own response buffer: the zero-copy, zero-allocation path.
-func (p *pair) roundTrip(tb testing.TB) {
+// roundTrip makes one call and answers it with a same-sized response built
+// in a buffer from the engine's pool.
+func (p *pair) roundTrip(tb testing.TB) { p.roundTripWith(tb, false) }
+
+// roundTripWith answers with the request's own buffer if echo is set: the
+// slot takes it over, with no copy.
+func (p *pair) roundTripWith(tb testing.TB, echo bool) {
 	p.now += 1000
-	if _, err := p.cli.StartCall(p.now, p.sid, 1, p.req, p.resp, nil); err != nil {
+	if _, err := p.cli.StartCall(p.now, p.sid, 1, p.req, p.resp, Never, nil); err != nil {
 		tb.Fatal(err)
 	}
 	p.pass(p.cli, clientAddr, p.srv)
@@ -64,8 +68,11 @@ func (p *pair) roundTrip(tb testing.TB) {
 	if !ok || ev.Type != EventRequest {
 		tb.Fatalf("server event %v", ev.Type)
 	}
-	out := p.srv.ResponseBuffer(ev.Req, len(ev.Req.Data()))
-	copy(out, ev.Req.Data())
+	out := ev.Req.Data()
+	if !echo {
+		out = p.srv.Buffer(len(ev.Req.Data()))
+		copy(out, ev.Req.Data())
+	}
 	if err := p.srv.Respond(p.now, ev.Req, 0, out); err != nil {
 		tb.Fatal(err)
 	}
@@ -80,12 +87,14 @@ func (p *pair) roundTrip(tb testing.TB) {
 }
 
 func TestRoundTripZeroAllocs(t *testing.T) {
-	p := newPair(t, 32)
-	for range 100 { // warm up: slices reach their steady size
-		p.roundTrip(t)
-	}
-	if allocs := testing.AllocsPerRun(1000, func() { p.roundTrip(t) }); allocs != 0 {
-		t.Fatalf("a 32-byte round trip through both engines allocates %.2f times", allocs)
+	for _, echo := range []bool{false, true} {
+		p := newPair(t, 32)
+		for range 100 { // warm up: slices reach their steady size
+			p.roundTripWith(t, echo)
+		}
+		if allocs := testing.AllocsPerRun(1000, func() { p.roundTripWith(t, echo) }); allocs != 0 {
+			t.Fatalf("a 32-byte round trip through both engines (echo %v) allocates %.2f times", echo, allocs)
+		}
 	}
 }
 
@@ -105,4 +114,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(p.packets)/float64(b.N), "pkts/op")
 	// Every packet carries 32 payload bytes; the rest is header.
 	b.ReportMetric(float64(p.bytes-32*p.packets)/float64(p.packets), "hdrB/pkt")
+}
+
+// srvToken is the token of the pair's server session.
+func (p *pair) srvToken() uint32 {
+	for _, s := range p.srv.sessions {
+		if s != nil && s.s != nil {
+			return s.token
+		}
+	}
+	return 0
 }

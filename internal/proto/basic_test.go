@@ -11,11 +11,12 @@ import (
 
 const ms = Time(time.Millisecond)
 
-// echoServer answers every request with its data, inline.
+// echoServer answers every request with its own data, inline: the slot
+// takes the request's buffer over.
 func echoServer(h *host) {
 	h.onEvent = func(ev Event) {
 		if ev.Type == EventRequest {
-			if err := h.e.Respond(0, ev.Req, 0, append([]byte(nil), ev.Req.Data()...)); err != nil {
+			if err := h.e.Respond(0, ev.Req, 0, ev.Req.Data()); err != nil {
 				panic(err)
 			}
 		}
@@ -64,7 +65,7 @@ func TestEchoSizes(t *testing.T) {
 		want := map[CallID][]byte{}
 		for i, n := range sizes {
 			req := bytes.Repeat([]byte{byte(i + 1)}, n)
-			id, err := cli.e.StartCall(w.now, sid, 7, req, nil, i)
+			id, err := cli.e.StartCall(w.now, sid, 7, req, nil, Never, i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,8 +82,14 @@ func TestEchoSizes(t *testing.T) {
 		if st.PendingCalls != 0 || st.BusySlots != 0 || st.CreditsInUse != 0 {
 			t.Fatalf("client leaks: %+v", st)
 		}
-		if s := srv.e.Stats(); s.HeldRequests != 0 || s.HeldBytes != 0 {
+		if s := srv.e.Stats(); s.HeldRequests != 0 || s.HeldBytes != s.SavedBytes {
 			t.Fatalf("server leaks: %+v", s)
+		}
+		// The saved responses go once the session does.
+		cli.e.Close(w.now, sid)
+		w.runUntil(w.now+60_000*ms, func() bool { return srv.e.Stats().ServerSessions == 0 })
+		if s := srv.e.Stats(); s.HeldBytes != 0 || s.SavedBytes != 0 {
+			t.Fatalf("server holds memory after the session closed: %+v", s)
 		}
 		t.Logf("loss %.2f: %d steps, %v simulated, client %+v", link.Loss, w.steps, time.Duration(w.now), st)
 	}
@@ -93,7 +100,7 @@ func TestConnectTimeout(t *testing.T) {
 	cli := w.addHost("client", "10.0.0.2:1", Config{Random: seedRandom(2)})
 	got := collect(cli)
 	sid := cli.e.Connect(w.now, addr("10.0.0.1:1"))
-	id, err := cli.e.StartCall(w.now, sid, 1, []byte("x"), nil, nil)
+	id, err := cli.e.StartCall(w.now, sid, 1, []byte("x"), nil, Never, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

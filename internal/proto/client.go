@@ -10,11 +10,12 @@ import (
 // call is one client RPC as the caller handed it over. The engine holds req
 // (to send and resend it) and resp (to fill it) until the call completes.
 type call struct {
-	id      CallID
-	reqType uint32
-	req     []byte
-	resp    []byte
-	tag     any
+	id       CallID
+	reqType  uint32
+	req      []byte
+	resp     []byte
+	deadline Time // Never: none
+	tag      any
 }
 
 type cslotState uint8
@@ -51,8 +52,9 @@ type clientSlot struct {
 
 	lastProgress Time   // last reply for this slot (probe timer base)
 	cancelAt     Time   // last cancel sent
-	firstTx      uint32 // TxSeq of the request's first transmission
-	unexecuted   bool   // its first transmission was answered by a reset
+	firstSent    Time   // when a packet of reqNum first left
+	txRound      uint64 // Engine.round of the last request packet queued
+	unexecuted   bool   // a reset proved reqNum never reached a live session
 }
 
 // waiting reports whether the slot has its whole request acknowledged and
@@ -179,29 +181,18 @@ func (q *callQueue) remove(id CallID) (call, bool) {
 // on it at once; they wait in the backlog until the handshake completes.
 // EventSessionUp or EventSessionDown reports the outcome.
 func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
+	e.touch(now)
 	s := &session{peer: addr, lastHeard: now}
-	s.token = e.newToken()
 	s.c = &clientSide{
 		waitStart:    now,
 		connectStart: now,
 		lastSent:     now,
 	}
 	e.newSession(s)
-	e.byToken[s.token] = s
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)
 	e.sendConnect(now, s)
 	e.schedule(s)
 	return s.id()
-}
-
-// newToken picks a random nonzero token no open client session uses.
-func (e *Engine) newToken() uint32 {
-	for {
-		t := uint32(e.cfg.Random())
-		if _, used := e.byToken[t]; t != 0 && !used {
-			return t
-		}
-	}
 }
 
 func (e *Engine) sendConnect(now Time, s *session) {
@@ -214,17 +205,20 @@ func (e *Engine) sendConnect(now Time, s *session) {
 // StartCall queues a request of type reqType on the client session id. The
 // engine reads req and fills resp (reallocating it if too small) until the
 // call completes; the caller must not touch either before the call's
-// EventResponse, which carries tag back. It fails at once only if the session
-// is gone or req is larger than the session allows.
-func (e *Engine) StartCall(now Time, id SessionID, reqType uint32, req, resp []byte, tag any) (CallID, error) {
+// EventResponse, which carries tag back, and from then on nothing of the
+// engine reads them (a packet of req still queued is withdrawn). deadline
+// (Never for none) travels with the request: the server's handler sees it.
+// StartCall fails at once only if the session is gone or req is larger
+// than the session allows (a *SizeError).
+func (e *Engine) StartCall(now Time, id SessionID, reqType uint32, req, resp []byte, deadline Time, tag any) (CallID, error) {
 	s := e.session(id)
 	if s == nil || s.c == nil {
 		return 0, ErrNoSession
 	}
-	if len(req) > e.cfg.MaxMsgSize || (s.up && len(req) > s.maxMsg) {
-		return 0, ErrMsgTooLarge
+	if max := e.callLimit(s); len(req) > max {
+		return 0, &SizeError{Size: len(req), Max: max, Request: true}
 	}
-	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, tag: tag}
+	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, deadline: deadline, tag: tag}
 	e.nextCallID++
 	s.c.pending++
 	s.c.backlog.push(c)
@@ -271,6 +265,15 @@ func (e *Engine) Cancel(now Time, id SessionID, cid CallID) bool {
 	return false
 }
 
+// callLimit is the largest request session s takes: the session's
+// negotiated maximum once up, ours before.
+func (e *Engine) callLimit(s *session) int {
+	if s.up {
+		return s.maxMsg
+	}
+	return e.cfg.MaxMsgSize
+}
+
 func (e *Engine) sendCancel(now Time, s *session, i int) {
 	sl := &s.c.slots[i]
 	h := s.header(wire.TypeCancel, sl.reqNum)
@@ -288,9 +291,12 @@ func (e *Engine) Close(now Time, id SessionID) error {
 	if s == nil {
 		return ErrNoSession
 	}
-	if s.c != nil && s.up {
+	switch {
+	case s.c != nil && s.up:
 		h := s.header(wire.TypeDisconnect, 0)
 		e.emit(s.peer, &h, nil)
+	case s.s != nil:
+		e.sendClosing(s)
 	}
 	e.endSession(now, s, ErrSessionClosed)
 	return nil
@@ -343,7 +349,7 @@ func (e *Engine) endSession(now Time, s *session, err error) {
 		e.endServerSession(now, s)
 	}
 	e.emitEvent(Event{Type: EventSessionDown, Session: s.id(), Peer: s.peer, Err: err})
-	e.freeSession(s)
+	e.freeSession(now, s)
 }
 
 // completeSlot ends slot i's call and frees the slot.
@@ -357,6 +363,9 @@ func (e *Engine) finishCall(s *session, i int, data []byte, status uint8, err er
 	cs := s.c
 	sl := &cs.slots[i]
 	cs.dropSlotRecords(i)
+	if sl.txRound == e.round && len(sl.call.req) > 0 {
+		e.withdraw(sl.call.req) // the caller may reuse req the moment it hears
+	}
 	e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: sl.call.id, Tag: sl.call.tag,
 		Data: data, Status: status, Err: err})
 	sl.call = call{}

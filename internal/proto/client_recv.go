@@ -14,7 +14,7 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
-	if s == nil || s.c == nil || s.token != h.Token || s.peer != from {
+	if s == nil || s.c == nil || !s.accepts(from, h) {
 		e.stats.DropUnknownSession++
 		return
 	}
@@ -180,7 +180,11 @@ func (e *Engine) onNack(now Time, s *session, h *wire.Header) {
 		return
 	}
 	e.stats.NacksReceived++
-	e.completeSlot(s, i, nil, h.Code, ErrOverloaded)
+	var err error = ErrOverloaded
+	if h.Code == wire.CodeMsgTooLarge {
+		err = &SizeError{Size: len(s.c.slots[i].call.req), Max: int(h.MsgSize), Request: true}
+	}
+	e.completeSlot(s, i, nil, h.Code, err)
 }
 
 // onCancelAck: the server dropped a canceled request; its slot is free.
@@ -213,17 +217,22 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	case wire.CodeTooManySessions:
 		e.endSession(now, s, ErrTooMany)
 		return
+	case wire.CodeNotServing:
+		e.endSession(now, s, ErrNotServing)
+		return
 	default:
 		e.endSession(now, s, ErrRefused)
 		return
 	}
 	var c wire.Connect
-	if c.Parse(payload) != nil {
+	if c.Parse(payload) != nil || c.Token == 0 {
 		e.stats.DropMalformed++
 		return
 	}
 	cs := s.c
 	s.remote = c.Session
+	s.peerToken = c.Token
+	e.byRemote[s.remoteKey()] = s
 	cs.credits = s.negotiate(&e.cfg, &c)
 	cs.avail = cs.credits
 	cs.slots = make([]clientSlot, s.window)
@@ -241,26 +250,32 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	e.settle(now, s)
 }
 
-// onReset: the server does not know the session (it restarted, or reaped
-// it): fail it, so the caller can reconnect with a new token.
+// onReset: the server does not know the session (it restarted, reaped it,
+// or ended it for a newer one): fail it, so the caller can reconnect.
+//
+// The reset says the server has had no session with this number and token
+// for at least `since`. Every packet of a request sent later than that
+// (allowing 0.1 % for the two clocks' rates) reached no live session, so
+// the request never ran and may be sent again on a new session. A request
+// with a packet sent earlier may have run; its call fails.
 func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
-	s := e.byToken[h.Token]
-	if s == nil || !s.up || s.peer != from || s.remote != h.Session {
+	s := e.byRemote[remoteKey{addr: from, num: h.Session, token: h.Token}]
+	if s == nil || !s.up {
 		e.stats.DropUnknownSession++
 		return
 	}
-	// The packet this reset answers reached a server that does not know the
-	// session. If it was the first transmission of a one-packet request,
-	// that request never ran: its first copy reached only this server, and
-	// a retransmission, sent at least an RTO later to the same address,
-	// could have reached the server's previous incarnation only by
-	// overtaking the first copy by that much. (The first copy may have been
-	// retransmitted already: the new incarnation can be slow to answer.)
+	since := time.Duration(h.MsgSize) * time.Microsecond
+	ended := now - Time(since) + Time(since/1000+time.Microsecond) // may be before 0: Time.Add saturates
+
 	for i := range s.c.slots {
 		sl := &s.c.slots[i]
-		if sl.state == cslotActive && sl.sent && sl.reqNum == h.ReqNum && sl.reqPkts == 1 && sl.firstTx == h.TxSeq {
+		if sl.state == cslotActive && sl.sent && sl.firstSent > ended {
 			sl.unexecuted = true
 		}
 	}
-	e.endSession(now, s, ErrSessionReset)
+	err := ErrSessionReset
+	if h.Code == wire.CodeServerClosing {
+		err = ErrServerClosed
+	}
+	e.endSession(now, s, err)
 }

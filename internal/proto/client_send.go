@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/wire"
@@ -46,7 +47,7 @@ func (e *Engine) startSlot(s *session, i int, c call) {
 	sl.call = c
 	if len(c.req) > s.maxMsg { // the server accepts less than we thought
 		sl.state = cslotActive
-		e.completeSlot(s, i, nil, 0, ErrMsgTooLarge)
+		e.completeSlot(s, i, nil, 0, fmt.Errorf("%w: %w", ErrNotExecuted, &SizeError{Size: len(c.req), Max: s.maxMsg, Request: true}))
 		return
 	}
 	sl.state = cslotActive
@@ -100,12 +101,17 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 		h.MsgSize = uint32(len(sl.call.req))
 		lo, hi := dataRange(idx, len(sl.call.req), s.dpp)
 		payload = sl.call.req[lo:hi]
+		sl.txRound = e.round
+		if d := sl.call.deadline; d != Never {
+			h.Flags |= wire.FlagDeadline
+			h.HoldMicros = wire.EncodeTimeout(d.Sub(now))
+		}
 	}
 	e.emit(s.peer, &h, payload)
 	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, idx: idx, sentAt: now})
 	sl.nflight++
 	if !sl.sent {
-		sl.firstTx = h.TxSeq
+		sl.firstSent = now
 	}
 	sl.sent = true
 	cs.lastSent = now

@@ -53,17 +53,22 @@ type Config struct {
 
 	// MaxSessions caps the server sessions of this engine. Default 65536.
 	MaxSessions int
+	// NotServing makes the engine refuse every session a client asks for
+	// (CodeNotServing): an endpoint that only makes calls.
+	NotServing bool
 	// MaxHeldRequests caps the requests a server holds at once (being
 	// reassembled or waiting for their handler's response). A request that
 	// would exceed it is refused with a NACK at once (NEBULA's fail-fast
 	// shallow queue). Default 4096.
 	MaxHeldRequests int
-	// MaxHeldBytes caps the request bytes held by those requests; the
-	// receive memory is one pool shared by all sessions (NEBULA), so it is
-	// sized by load, not by the number of clients. Default 256 MiB.
+	// MaxHeldBytes caps the memory held for clients: the buffers of those
+	// requests and the responses slots keep until their client has them
+	// (at-most-once), counted by capacity. The receive memory is one pool
+	// shared by all sessions (NEBULA), so it is sized by load, not by the
+	// number of clients. Default 256 MiB.
 	MaxHeldBytes int
-	// PoolBytes caps the memory kept in the engine's pool of large message
-	// buffers for reuse. Default 64 MiB.
+	// PoolBytes caps the free message buffers the engine keeps for reuse.
+	// Default 64 MiB.
 	PoolBytes int
 
 	// Random returns random 64-bit values for session tokens. Tests set it

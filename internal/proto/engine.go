@@ -3,6 +3,7 @@ package proto
 import (
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/wire"
 )
@@ -25,25 +26,35 @@ type Engine struct {
 	cfg Config
 
 	sessions []*session // indexed by local session number; nil when free
+	freedAt  []Time     // per number: when it last held a session (born if never)
 	freeNums []uint32   // released numbers, reused oldest first
 	freeHead int
-	byToken  map[uint32]*session // client sessions, to route resets
-	byPeer   map[peerKey]*session
+	byRemote map[remoteKey]*session // client sessions that are up, to route resets
+	byPeer   map[peerKey]*session   // server sessions, by the connect that made them
+	byClient map[clientKey]*session // confirmed server sessions, by client number
+
+	born    Time // the first instant this engine saw: no session of it is older
+	bornSet bool
 
 	timers    timerHeap
 	due       []*session // scratch for Tick
 	nextSweep Time
 
 	out, outSpare []Packet
+	round         uint64 // Outgoing calls so far: packets queued now go out with the next
 	events        []Event
 	evHead        int
 	owed          []*Request // delivered this round, reply still owed
-	holes         int        // reserved reply places given up this round
+	holes         int        // reply places given up, packets withdrawn this round
+	// Memory retired while a queued packet may still point into it: it goes
+	// back to the pool only once that packet has been sent.
+	freeLater, freeNext [][]byte
 
 	reqPool        []*Request
 	bufs           bufPool
 	heldReqs       int
-	heldBytes      int
+	heldBytes      int // capacity of request buffers and saved responses
+	savedBytes     int // the part held by saved responses
 	serverSessions int
 	nextCallID     CallID
 
@@ -51,11 +62,28 @@ type Engine struct {
 	stats Stats
 }
 
-// peerKey identifies a client session from the server's side: the client's
-// address and its own session number.
+// peerKey identifies a connect from the server's side: the client's
+// address, its session number and its token. Copies of one connect share
+// it; a connect from a new client incarnation, or a late one from an old
+// incarnation, does not.
 type peerKey struct {
+	addr  netip.AddrPort
+	num   uint32
+	token uint32
+}
+
+// clientKey is a client session number at an address, whatever its token.
+type clientKey struct {
 	addr netip.AddrPort
 	num  uint32
+}
+
+// remoteKey is what a reset names: the server's address, its session number
+// and its token.
+type remoteKey struct {
+	addr  netip.AddrPort
+	num   uint32
+	token uint32
 }
 
 // New returns an engine with cfg's limits (zero fields take defaults).
@@ -63,8 +91,9 @@ func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	e := &Engine{
 		cfg:       cfg,
-		byToken:   make(map[uint32]*session),
+		byRemote:  make(map[remoteKey]*session),
 		byPeer:    make(map[peerKey]*session),
+		byClient:  make(map[clientKey]*session),
 		nextSweep: Never,
 	}
 	e.bufs.limit = cfg.PoolBytes
@@ -72,13 +101,20 @@ func New(cfg Config) *Engine {
 	return e
 }
 
-// Config returns the engine's configuration with defaults resolved.
-func (e *Engine) Config() Config { return e.cfg }
+// touch records the first instant the engine sees: every session it ever
+// has is younger, which is what a reset's "no such session for" bound
+// rests on.
+func (e *Engine) touch(now Time) {
+	if !e.bornSet {
+		e.born, e.bornSet = now, true
+	}
+}
 
 // Receive processes one datagram from addr. pkt is not retained: the engine
 // copies what it keeps. Malformed or unexpected datagrams are dropped and
 // counted in Stats, never answered with a panic.
 func (e *Engine) Receive(now Time, from netip.AddrPort, pkt []byte) {
+	e.touch(now)
 	e.stats.PacketsIn++
 	h := &e.hdr
 	payload, err := h.Parse(pkt)
@@ -96,6 +132,7 @@ func (e *Engine) Receive(now Time, from netip.AddrPort, pkt []byte) {
 // Tick runs the timers that are due: retransmissions, probes, connect
 // retries, keepalives, failure detection and the server's idle sweep.
 func (e *Engine) Tick(now Time) {
+	e.touch(now)
 	due := e.due[:0]
 	for e.timers.len() > 0 && e.timers.top().deadline <= now {
 		s := e.timers.pop()
@@ -161,9 +198,31 @@ func (e *Engine) Outgoing(now Time) []Packet {
 		e.out = slices.DeleteFunc(e.out, func(p Packet) bool { return p.headLen == 0 })
 		e.holes = 0
 	}
+	// The packets returned last time have been sent: memory retired while
+	// they pointed into it can be reused now.
+	for i, b := range e.freeNext {
+		e.bufs.put(b)
+		e.freeNext[i] = nil
+	}
+	e.freeNext, e.freeLater = e.freeLater, e.freeNext[:0]
+	e.round++
 	out := e.out
 	e.out, e.outSpare = e.outSpare[:0], out
 	return out
+}
+
+// withdraw removes from the output queue every packet whose payload points
+// into buf, whose owner is taking it back: a caller whose call completed may
+// reuse its request buffer at once, so nothing may read it afterwards.
+func (e *Engine) withdraw(buf []byte) {
+	for i := range e.out {
+		p := &e.out[i]
+		if p.headLen != 0 && within(p.Payload, buf) {
+			p.headLen, p.Payload = 0, nil
+			e.holes++
+			e.stats.PacketsOut--
+		}
+	}
 }
 
 // owe reserves the place of the reply to the packet that completed r, so
@@ -223,7 +282,8 @@ func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect)
 	e.stats.PacketsOut++
 }
 
-// newSession allocates a session number and installs s under it.
+// newSession allocates a session number and a random token and installs s
+// under them.
 func (e *Engine) newSession(s *session) {
 	if e.freeHead < len(e.freeNums) {
 		s.num = e.freeNums[e.freeHead]
@@ -234,27 +294,57 @@ func (e *Engine) newSession(s *session) {
 	} else {
 		s.num = uint32(len(e.sessions))
 		e.sessions = append(e.sessions, nil)
+		e.freedAt = append(e.freedAt, e.born)
 	}
+	s.token = e.newToken()
 	s.heapIdx = -1
 	s.deadline = Never
 	e.sessions[s.num] = s
 }
 
+// newToken picks a random nonzero token.
+func (e *Engine) newToken() uint32 {
+	for {
+		if t := uint32(e.cfg.Random()); t != 0 {
+			return t
+		}
+	}
+}
+
 // freeSession removes s from every table. Its calls and requests must have
 // been settled already.
-func (e *Engine) freeSession(s *session) {
+func (e *Engine) freeSession(now Time, s *session) {
 	if e.sessions[s.num] != s {
 		return
 	}
 	e.sessions[s.num] = nil
+	e.freedAt[s.num] = now
 	e.freeNums = append(e.freeNums, s.num)
 	e.timers.remove(s)
-	if s.c != nil && e.byToken[s.token] == s {
-		delete(e.byToken, s.token)
+	if s.c != nil {
+		if k := s.remoteKey(); e.byRemote[k] == s {
+			delete(e.byRemote, k)
+		}
 	}
-	if s.s != nil && e.byPeer[s.s.key] == s {
-		delete(e.byPeer, s.s.key)
+	if s.s != nil {
+		if e.byPeer[s.s.key] == s {
+			delete(e.byPeer, s.s.key)
+		}
+		if k := s.s.key.client(); e.byClient[k] == s {
+			delete(e.byClient, k)
+		}
 	}
+}
+
+// noSessionFor is a lower bound on how long this engine has had no session
+// with number num other than the one it has now, if any: the time since the
+// number was last freed, or since the engine started.
+func (e *Engine) noSessionFor(now Time, num uint32) time.Duration {
+	since := e.born
+	if int64(num) < int64(len(e.freedAt)) {
+		since = e.freedAt[num]
+	}
+	return now.Sub(since)
 }
 
 // lookup returns the open session with number num, or nil.
@@ -273,6 +363,12 @@ func (e *Engine) session(id SessionID) *session {
 	}
 	return s
 }
+
+func (s *session) remoteKey() remoteKey {
+	return remoteKey{addr: s.peer, num: s.remote, token: s.peerToken}
+}
+
+func (k peerKey) client() clientKey { return clientKey{addr: k.addr, num: k.num} }
 
 // schedule brings s's timer entry up to date: it moves it earlier at once,
 // but leaves a later deadline for the timer to discover when it fires, which

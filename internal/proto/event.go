@@ -2,6 +2,7 @@ package proto
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 
 	"github.com/erpc-go/erpc/internal/wire"
@@ -23,27 +24,54 @@ func (id SessionID) token() uint32 { return uint32(id >> 32) }
 type CallID uint64
 
 // Errors reported by the engine, in EventResponse, EventSessionDown or as
-// return values. They are distinct so the API layer can map each to a status.
+// return values. They are distinct so the API layer can map each to a
+// status; their texts carry no package prefix because that layer adds its
+// own.
 var (
-	ErrNoSession      = errors.New("erpc: no such session (closed or failed)")
-	ErrSessionClosed  = errors.New("erpc: session closed")
-	ErrPeerTimeout    = errors.New("erpc: peer unreachable: no answer within the failure timeout")
-	ErrPeerGone       = errors.New("erpc: peer gone: its connection closed")
-	ErrSessionReset   = errors.New("erpc: session reset by peer (peer restarted or forgot the session)")
-	ErrConnectTimeout = errors.New("erpc: connect timed out")
-	ErrTooMany        = errors.New("erpc: server refused the session: too many sessions")
-	ErrRefused        = errors.New("erpc: server refused the session parameters")
-	ErrServerIdle     = errors.New("erpc: session idle beyond the idle timeout")
-	ErrOverloaded     = errors.New("erpc: server overloaded: request refused (NACK)")
-	ErrCanceled       = errors.New("erpc: call canceled")
-	ErrMsgTooLarge    = errors.New("erpc: message larger than the session's maximum")
-	ErrStaleRequest   = errors.New("erpc: request handle already answered")
-	ErrRequestGone    = errors.New("erpc: request was canceled or its session ended; response dropped")
+	ErrNoSession      = errors.New("no such session (closed or failed)")
+	ErrSessionClosed  = errors.New("session closed")
+	ErrPeerTimeout    = errors.New("peer unreachable: no answer within the failure timeout")
+	ErrPeerGone       = errors.New("peer gone: its connection closed")
+	ErrSessionReset   = errors.New("session reset by peer (peer restarted or forgot the session)")
+	ErrServerClosed   = errors.New("server closed the session (it shut down or found the session idle)")
+	ErrConnectTimeout = errors.New("connect timed out: no answer from the server")
+	ErrTooMany        = errors.New("server refused the session: too many sessions")
+	ErrRefused        = errors.New("server refused the session parameters")
+	ErrNotServing     = errors.New("server refused the session: the endpoint serves no handlers")
+	ErrServerIdle     = errors.New("session idle beyond the idle timeout")
+	ErrOverloaded     = errors.New("server overloaded: request refused (NACK)")
+	ErrCanceled       = errors.New("call canceled")
+	ErrMsgTooLarge    = errors.New("message larger than the session's maximum")
+	ErrStaleRequest   = errors.New("request handle already answered")
+	ErrRequestGone    = errors.New("request was canceled or its session ended; response dropped")
 	// ErrNotExecuted wraps the session's error for calls that provably
-	// never ran: still in the backlog, or whose first transmission was
-	// answered by a reset. They are safe to send again on a new session.
-	ErrNotExecuted = errors.New("erpc: the request never reached a live server")
+	// never ran: still in the backlog, never sent, or sent only after the
+	// server's session had ended (a reset says since when). They are safe
+	// to send again on a new session.
+	ErrNotExecuted = errors.New("the request never reached a live server")
 )
+
+// SizeError reports a message over a limit: the session's (which is the
+// smaller of the two ends' maximums) or the server's. It matches
+// ErrMsgTooLarge with errors.Is.
+type SizeError struct {
+	Size    int  // the message's size; 0 if the peer did not say
+	Max     int  // the limit; 0 if the peer did not say
+	Request bool // a request (else a response)
+}
+
+func (e *SizeError) Error() string {
+	what := "response"
+	if e.Request {
+		what = "request"
+	}
+	if e.Max == 0 {
+		return what + " larger than the server accepts"
+	}
+	return fmt.Sprintf("%s of %d bytes is larger than the session's maximum of %d bytes", what, e.Size, e.Max)
+}
+
+func (e *SizeError) Is(target error) bool { return target == ErrMsgTooLarge }
 
 // EventType tells what an Event reports.
 type EventType uint8

@@ -43,7 +43,7 @@ func TestServerDeathFailsPendingCalls(t *testing.T) {
 
 	sizes := []int{10, 200 << 10, 20, 30, 40, 50, 60, 70, 80, 90, 100} // > window: some wait in the backlog
 	for _, n := range sizes {
-		if _, err := cli.e.StartCall(w.now, sid, 1, make([]byte, n), nil, nil); err != nil {
+		if _, err := cli.e.StartCall(w.now, sid, 1, make([]byte, n), nil, Never, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -88,7 +88,7 @@ func TestFailureDetectedWithinTimeout(t *testing.T) {
 	w.runUntil(Time(time.Second), func() bool { return len(got.up) == 1 })
 	w.net.SetDefault(simnet.LinkConfig{Down: true})
 	lastHeard := w.now
-	id, _ := cli.e.StartCall(w.now, sid, 1, []byte("hello"), nil, nil)
+	id, _ := cli.e.StartCall(w.now, sid, 1, []byte("hello"), nil, Never, nil)
 	w.runUntil(Time(10*time.Second), func() bool { _, ok := got.done[id]; return ok })
 	if !errors.Is(got.done[id].Err, ErrPeerTimeout) {
 		t.Fatalf("call ended with %v", got.done[id].Err)
@@ -113,7 +113,7 @@ func TestServerRestart(t *testing.T) {
 
 	w.replace(srv, Config{})
 	echoServer(srv)
-	id, err := cli.e.StartCall(w.now, sid, 1, []byte("after restart"), nil, nil)
+	id, err := cli.e.StartCall(w.now, sid, 1, []byte("after restart"), nil, Never, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,11 +121,11 @@ func TestServerRestart(t *testing.T) {
 	if !errors.Is(got.done[id].Err, ErrSessionReset) || !errors.Is(got.down[sid], ErrSessionReset) {
 		t.Fatalf("call: %v, session: %v; want ErrSessionReset", got.done[id].Err, got.down[sid])
 	}
-	if _, err := cli.e.StartCall(w.now, sid, 1, nil, nil, nil); !errors.Is(err, ErrNoSession) {
+	if _, err := cli.e.StartCall(w.now, sid, 1, nil, nil, Never, nil); !errors.Is(err, ErrNoSession) {
 		t.Fatalf("call on the dead session: %v", err)
 	}
 	sid2 := cli.e.Connect(w.now, srv.addr)
-	id2, _ := cli.e.StartCall(w.now, sid2, 1, []byte("again"), nil, nil)
+	id2, _ := cli.e.StartCall(w.now, sid2, 1, []byte("again"), nil, Never, nil)
 	w.runUntil(Time(2*time.Second), func() bool { _, ok := got.done[id2]; return ok })
 	if ev := got.done[id2]; ev.Err != nil || string(ev.Data) != "again" {
 		t.Fatalf("new session: %q, %v", ev.Data, ev.Err)
@@ -145,7 +145,7 @@ func TestClientRestart(t *testing.T) {
 	srv.onEvent = func(ev Event) { srvEvents = append(srvEvents, ev); inner(ev) }
 	got := collect(cli)
 	sid := cli.e.Connect(w.now, srv.addr)
-	cli.e.StartCall(w.now, sid, 1, []byte("doomed"), nil, nil)
+	cli.e.StartCall(w.now, sid, 1, []byte("doomed"), nil, Never, nil)
 	w.runFor(5 * ms) // the request is being handled
 
 	w.replace(cli, Config{Random: seedRandom(2)})
@@ -154,7 +154,7 @@ func TestClientRestart(t *testing.T) {
 	if sid2.Num() != sid.Num() || sid2.token() == sid.token() {
 		t.Fatalf("want the same number with a new token: %x then %x", sid, sid2)
 	}
-	id, _ := cli.e.StartCall(w.now, sid2, 1, []byte("fresh"), nil, nil)
+	id, _ := cli.e.StartCall(w.now, sid2, 1, []byte("fresh"), nil, Never, nil)
 	w.runUntil(Time(time.Second), func() bool { _, ok := got.done[id]; return ok && len(w.actions) == 0 })
 	if ev := got.done[id]; ev.Err != nil || string(ev.Data) != "fresh" {
 		t.Fatalf("call on the new incarnation: %q, %v", ev.Data, ev.Err)

@@ -3,20 +3,23 @@ package proto
 import (
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
 // FuzzEngineReceive feeds arbitrary datagrams to a client engine with calls
 // in flight and to a server engine with requests in progress. Whatever
-// arrives, the engines must not panic, and their books must stay balanced:
-// credits within bounds, no negative counts, every call completed at most
-// once.
+// arrives, the engines must not panic; afterwards, with the two engines
+// talking over a clean link, every call must complete exactly once and
+// both books must balance: no request held, no credit in use, no call
+// pending. The seeds carry both sessions' real tokens, so the fuzzer starts
+// from packets the engines accept.
 //
 // The input is a sequence of datagrams, each prefixed by a 2-byte length.
 func FuzzEngineReceive(f *testing.F) {
 	p := newPair(f, 32)
-	token := p.sid.token()
+	cliTok, srvTok := p.sid.token(), p.srvToken()
 	seed := func(pkts ...[]byte) {
 		var in []byte
 		for _, pk := range pkts {
@@ -26,7 +29,11 @@ func FuzzEngineReceive(f *testing.F) {
 		f.Add(in)
 	}
 	h := func(t wire.Type, reqNum uint64, idx, size uint32, payload int) []byte {
-		return pkt(wire.Header{Type: t, Session: 0, Token: token, MsgSize: size, PktIndex: idx,
+		tok := cliTok
+		if t.FromClient() {
+			tok = srvTok
+		}
+		return pkt(wire.Header{Type: t, Session: 0, Token: tok, MsgSize: size, PktIndex: idx,
 			ReqNum: reqNum, TxSeq: 2}, make([]byte, payload))
 	}
 	for t := wire.TypeReq; t <= wire.TypeReset; t++ {
@@ -41,7 +48,7 @@ func FuzzEngineReceive(f *testing.F) {
 		calls := map[CallID]int{}
 		big := make([]byte, 5000)
 		for i := range 3 {
-			id, err := p.cli.StartCall(p.now, p.sid, uint32(i), big[:1000*i], nil, nil)
+			id, err := p.cli.StartCall(p.now, p.sid, uint32(i), big[:1000*i], nil, Never, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,19 +67,33 @@ func FuzzEngineReceive(f *testing.F) {
 			p.srv.Receive(p.now, clientAddr, d)
 			p.cli.Tick(p.now)
 			p.srv.Tick(p.now)
-			drainFuzz(t, p, calls)
+			drainFuzz(t, p, calls, false)
 		}
-		st := p.cli.Stats()
-		if st.CreditsInUse < 0 || st.CreditsInUse > 32 || st.PendingCalls < 0 || st.BusySlots < 0 {
+		// A clean link from here on, for longer than the failure timeout.
+		for range 400 {
+			p.now += Time(10 * time.Millisecond)
+			p.cli.Tick(p.now)
+			p.srv.Tick(p.now)
+			drainFuzz(t, p, calls, true)
+		}
+		for id, n := range calls {
+			if n != 1 {
+				t.Fatalf("call %d completed %d times", id, n)
+			}
+		}
+		if st := p.cli.Stats(); st.CreditsInUse != 0 || st.PendingCalls != 0 || st.BusySlots != 0 {
 			t.Fatalf("client books unbalanced: %+v", st)
 		}
-		if ss := p.srv.Stats(); ss.HeldRequests < 0 || ss.HeldBytes < 0 {
+		if ss := p.srv.Stats(); ss.HeldRequests != 0 || ss.HeldBytes != ss.SavedBytes || ss.SavedBytes < 0 {
 			t.Fatalf("server books unbalanced: %+v", ss)
 		}
 	})
 }
 
-func drainFuzz(t *testing.T, p *pair, calls map[CallID]int) {
+// drainFuzz answers every request with its own bytes and counts
+// completions; with deliver it also carries each engine's packets to the
+// other, else it drops them.
+func drainFuzz(t *testing.T, p *pair, calls map[CallID]int, deliver bool) {
 	for ev, ok := p.srv.NextEvent(); ok; ev, ok = p.srv.NextEvent() {
 		if ev.Type == EventRequest {
 			_ = p.srv.Respond(p.now, ev.Req, 0, ev.Req.Data())
@@ -84,6 +105,11 @@ func drainFuzz(t *testing.T, p *pair, calls map[CallID]int) {
 				t.Fatalf("call %d completed twice", ev.Call)
 			}
 		}
+	}
+	if deliver {
+		p.pass(p.cli, clientAddr, p.srv)
+		p.pass(p.srv, serverAddr, p.cli)
+		return
 	}
 	p.cli.Outgoing(p.now)
 	p.srv.Outgoing(p.now)

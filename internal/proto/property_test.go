@@ -257,7 +257,7 @@ func runScenario(t *testing.T, sc scenario) simResult {
 				e, sid, c := cl.h.e, sid, c
 				total++
 				w.at(start, func() {
-					id, err := e.StartCall(w.now, sid, 1, req, nil, nil)
+					id, err := e.StartCall(w.now, sid, 1, req, nil, Never, nil)
 					if err != nil {
 						if errors.Is(err, ErrNoSession) && downSessions[sid] != nil {
 							total--

@@ -11,9 +11,10 @@ import (
 // only replies (eRPC's client-driven protocol); an idle session costs one
 // small struct per slot.
 type serverSide struct {
-	key     peerKey
-	credits int // negotiated, repeated in duplicate connect-acks
-	slots   []serverSlot
+	key       peerKey
+	credits   int  // negotiated, repeated in duplicate connect-acks
+	confirmed bool // a packet with our token arrived: the client has the ack
+	slots     []serverSlot
 }
 
 type sslotState uint8
@@ -37,9 +38,11 @@ type serverSlot struct {
 	reqNum uint64
 	req    *Request // receiving or handling
 	resp   []byte   // responded
-	// respBuf is response memory the slot owns and reuses (ResponseBuffer):
-	// the previous response is dead once the next request arrives.
-	respBuf []byte
+	// respMem is the memory resp lives in, which the slot owns until the
+	// client moves on (see keepResponse); respRound the round in which a
+	// packet pointing into it was last queued.
+	respMem   []byte
+	respRound uint64
 }
 
 type reqState uint8
@@ -73,8 +76,8 @@ type Request struct {
 	owedIdx  uint32
 	owedPath uint8
 	arrived  Time
+	deadline Time // the client's deadline, on our clock; Never if none
 	outIdx   int  // reserved place of the owed reply in the output queue
-	lent     bool // holds the slot's respBuf (ResponseBuffer)
 	tag      any  // the driver's own record of this request
 }
 
@@ -95,7 +98,8 @@ func (h ReqHandle) live() *Request {
 	return h.r
 }
 
-// Data is the request message. It stays valid until Respond or Reject.
+// Data is the request message, in memory the engine owns. It stays valid
+// until Respond or Reject; a response that points into it takes it over.
 func (h ReqHandle) Data() []byte {
 	if r := h.live(); r != nil {
 		return r.data
@@ -119,6 +123,15 @@ func (h ReqHandle) Session() SessionID {
 	return 0
 }
 
+// Deadline is the client's deadline for the request, on the engine's
+// clock, and whether it sent one.
+func (h ReqHandle) Deadline() (Time, bool) {
+	if r := h.live(); r != nil && r.deadline != Never {
+		return r.deadline, true
+	}
+	return 0, false
+}
+
 // Valid reports whether the handle still names an unanswered request.
 func (h ReqHandle) Valid() bool { return h.live() != nil }
 
@@ -138,29 +151,13 @@ func (h ReqHandle) Tag() any {
 	return nil
 }
 
-// ResponseBuffer returns n bytes of response memory owned by the request's
-// slot, reused from one request to the next: filling it and passing it to
-// Respond answers without allocating. For a request that is no longer
-// waiting for its answer it returns fresh memory, whose contents will be
-// dropped.
-func (e *Engine) ResponseBuffer(h ReqHandle, n int) []byte {
-	r := h.live()
-	if r == nil || r.state != reqHandling {
-		return make([]byte, n)
-	}
-	sl := &r.sess.s.slots[r.slot]
-	if cap(sl.respBuf) < n {
-		sl.respBuf = make([]byte, n)
-	}
-	r.lent = true
-	return sl.respBuf[:n]
-}
-
 // Respond answers request h with status and resp (at most the session's
-// MaxMsgSize). The engine keeps resp until the client has it, so the caller
-// must not modify it afterwards; the request's Data is released. Responding
-// to a request that was canceled meanwhile releases it and returns
-// ErrRequestGone.
+// MaxMsgSize). resp is either part of h's Data, whose buffer the slot then
+// takes over (an echo costs no copy), or memory the caller hands over for
+// good, such as a buffer from Buffer: the engine keeps it until the client
+// has the response, then recycles it. The request's Data is released.
+// Responding to a request that was canceled meanwhile releases it and
+// returns ErrRequestGone; on any error the caller keeps resp.
 func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error {
 	r, err := e.answerable(h)
 	if err != nil {
@@ -173,8 +170,8 @@ func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error
 	sl := &s.s.slots[r.slot]
 	sl.state = sslotResponded
 	sl.code = status
-	sl.resp = resp
 	sl.req = nil
+	e.keepResponse(sl, r, resp)
 	e.fillResp(e.owedPacket(r), s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
 	e.releaseRequest(r)
 	return nil
@@ -223,6 +220,7 @@ func (e *Engine) sendResp(s *session, sl *serverSlot, idx, seq uint32, path uint
 }
 
 func (e *Engine) fillResp(p *Packet, s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
+	sl.respRound = e.round
 	h := s.header(wire.TypeResp, sl.reqNum)
 	h.Code = sl.code
 	h.MsgSize = uint32(len(sl.resp))
@@ -265,16 +263,22 @@ func (e *Engine) retireSlot(sl *serverSlot) {
 		r := sl.req
 		r.state = reqOrphaned
 		e.forgive(r)
-		if r.lent { // its handler may still write there: the next request gets new memory
-			sl.respBuf = nil
-		}
 		e.emitEvent(Event{Type: EventRequestCanceled, Session: r.sess.id(), Req: r.handle()})
 	}
 	sl.req = nil
-	sl.resp = nil
-	if cap(sl.respBuf) > retainLimit {
-		sl.respBuf = nil
-	}
+	e.dropResponse(sl)
+}
+
+// sendClosing tells the client of server session s that the server ends it
+// (the endpoint closes, or the session was idle too long): a reset with
+// CodeServerClosing, the only packet a server sends unasked. An idle client
+// then opens a new session for its next call instead of sending it on one
+// that the server's next incarnation will not know. It is best effort: if
+// it is lost, the client learns from the next incarnation's reset.
+func (e *Engine) sendClosing(s *session) {
+	h := wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: s.num, Token: s.token}
+	e.emit(s.peer, &h, nil)
+	e.stats.ResetsSent++
 }
 
 // endServerSession orphans the session's running requests and forgets it.
@@ -290,6 +294,7 @@ func (e *Engine) endServerSession(now Time, s *session) {
 func (e *Engine) sweepIdle(now Time) {
 	for _, s := range e.sessions {
 		if s != nil && s.s != nil && now.Sub(s.lastHeard) > e.cfg.IdleTimeout {
+			e.sendClosing(s)
 			e.endSession(now, s, ErrServerIdle)
 		}
 	}

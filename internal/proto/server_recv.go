@@ -1,7 +1,9 @@
 package proto
 
 import (
+	"math"
 	"net/netip"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/wire"
 )
@@ -14,14 +16,17 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
-	if s == nil || s.s == nil || s.token != h.Token || s.peer != from {
+	if s == nil || s.s == nil || !s.accepts(from, h) {
 		e.stats.DropUnknownSession++
 		if h.Type != wire.TypeDisconnect {
-			e.sendReset(from, h, s)
+			e.sendReset(now, from, h, s)
 		}
 		return
 	}
 	s.lastHeard = now
+	if !s.s.confirmed {
+		e.confirm(now, s)
+	}
 	switch h.Type {
 	case wire.TypeReq:
 		e.onReq(now, s, h, payload)
@@ -46,15 +51,32 @@ func (e *Engine) reply(s *session, in *wire.Header, t wire.Type, flags wire.Flag
 
 // sendReset tells a client that this engine has no session matching its
 // packet: the server restarted, reaped the session, or the token is stale.
-func (e *Engine) sendReset(to netip.AddrPort, in *wire.Header, known *session) {
+// It says for how long at least it has had no such session (see the wire
+// doc), which lets the client prove that requests sent since never ran.
+func (e *Engine) sendReset(now Time, to netip.AddrPort, in *wire.Header, known *session) {
 	code := wire.CodeUnknownSession
 	if known != nil {
 		code = wire.CodeStaleToken
 	}
+	since := e.noSessionFor(now, in.Session) / time.Microsecond
 	h := wire.Header{Type: wire.TypeReset, Code: code, Session: in.Session, Token: in.Token,
-		ReqNum: in.ReqNum, TxSeq: in.TxSeq, Path: in.Path}
+		ReqNum: in.ReqNum, TxSeq: in.TxSeq, Path: in.Path, MsgSize: uint32(min(max(since, 0), math.MaxUint32))}
 	e.emit(to, &h, nil)
 	e.stats.ResetsSent++
+}
+
+// confirm marks s as the live session of its client's number: a packet
+// carrying the token only our connect-ack told proves the client at that
+// address has it. An older session of the same client number is then dead
+// (the client restarted, or reused the number after closing it), and ends.
+// A connect alone never ends a session: a forged or late one could.
+func (e *Engine) confirm(now Time, s *session) {
+	s.s.confirmed = true
+	k := s.s.key.client()
+	if old := e.byClient[k]; old != nil && old != s {
+		e.endSession(now, old, ErrSessionReset)
+	}
+	e.byClient[k] = s
 }
 
 // onReq handles a request data packet.
@@ -95,20 +117,30 @@ func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 	case sslotResponded: // the client lost response packet 0
 		e.sendResp(s, sl, 0, h.TxSeq, h.Path, 0)
 	case sslotNacked:
-		e.reply(s, h, wire.TypeNack, 0, sl.code)
+		e.sendNack(s, h, sl.code)
 	default: // canceled: a copy that was still on the wire
 		e.stats.DropStale++
 	}
 }
 
 // nack refuses request h in slot sl and remembers it, so duplicates get the
-// same answer.
+// same answer. A NACK for a request too large says the session's limit.
 func (e *Engine) nack(s *session, sl *serverSlot, h *wire.Header, code uint8) {
 	sl.reqNum = h.ReqNum
 	sl.state = sslotNacked
 	sl.code = code
-	e.reply(s, h, wire.TypeNack, 0, code)
+	e.sendNack(s, h, code)
 	e.stats.NacksSent++
+}
+
+func (e *Engine) sendNack(s *session, in *wire.Header, code uint8) {
+	h := s.header(wire.TypeNack, in.ReqNum)
+	h.Code = code
+	h.ReqType, h.PktIndex, h.TxSeq, h.Path = in.ReqType, in.PktIndex, in.TxSeq, in.Path
+	if code == wire.CodeMsgTooLarge {
+		h.MsgSize = uint32(s.maxMsg)
+	}
+	e.emit(s.peer, &h, nil)
 }
 
 // reassemble stores a request packet, in any order and any number of
@@ -133,6 +165,9 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 	r.state = reqHandling
 	r.owedSeq, r.owedIdx, r.owedPath = h.TxSeq, h.PktIndex, h.Path
 	r.arrived = now
+	if h.Flags&wire.FlagDeadline != 0 {
+		r.deadline = now.Add(wire.DecodeTimeout(h.HoldMicros))
+	}
 	e.owe(r)
 	e.emitEvent(Event{Type: EventRequest, Session: s.id(), Req: r.handle()})
 }
@@ -154,7 +189,7 @@ func (e *Engine) onRFR(s *session, h *wire.Header) {
 	case sslotHandling: // a probe while the handler runs: prove we are alive
 		e.reply(s, h, wire.TypeCR, wire.FlagPending, 0)
 	case sslotNacked:
-		e.reply(s, h, wire.TypeNack, 0, sl.code)
+		e.sendNack(s, h, sl.code)
 	default:
 		e.stats.DropStale++
 	}
@@ -177,32 +212,31 @@ func (e *Engine) onCancel(s *session, h *wire.Header) {
 	e.reply(s, h, wire.TypeCancelAck, 0, 0)
 }
 
-// onConnect accepts a session, or answers a duplicate connect again.
+// onConnect accepts a session, or answers a copy of a connect it already
+// accepted. It never touches another session (see the wire doc).
 func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payload []byte) {
 	var c wire.Connect
-	if err := c.Parse(payload); err != nil {
+	if err := c.Parse(payload); err != nil || h.Token == 0 {
 		e.stats.DropMalformed++
 		if err == wire.ErrConnect {
 			e.refuse(from, h, c.Session, wire.CodeBadParams)
 		}
 		return
 	}
-	key := peerKey{addr: from, num: c.Session}
-	if s := e.byPeer[key]; s != nil {
-		if s.token == h.Token { // our ack was lost
-			s.lastHeard = now
-			e.sendConnectAck(s, h)
-			return
-		}
-		// The same client session number with a new token: the client
-		// restarted or reused the number; the old session is dead.
-		e.endSession(now, s, ErrSessionReset)
+	key := peerKey{addr: from, num: c.Session, token: h.Token}
+	if s := e.byPeer[key]; s != nil { // our ack was lost, or this copy is late
+		e.sendConnectAck(s, h)
+		return
 	}
-	if e.serverSessions >= e.cfg.MaxSessions {
+	switch {
+	case e.cfg.NotServing:
+		e.refuse(from, h, c.Session, wire.CodeNotServing)
+		return
+	case e.serverSessions >= e.cfg.MaxSessions:
 		e.refuse(from, h, c.Session, wire.CodeTooManySessions)
 		return
 	}
-	s := &session{peer: from, remote: c.Session, token: h.Token, up: true, lastHeard: now}
+	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now}
 	credits := s.negotiate(&e.cfg, &c)
 	s.s = &serverSide{key: key, slots: make([]serverSlot, s.window)}
 	e.newSession(s)
@@ -218,9 +252,9 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 
 // sendConnectAck answers a connect with the negotiated parameters.
 func (e *Engine) sendConnectAck(s *session, in *wire.Header) {
-	h := wire.Header{Type: wire.TypeConnectAck, Session: s.remote, Token: s.token, TxSeq: in.TxSeq}
+	h := wire.Header{Type: wire.TypeConnectAck, Session: s.remote, Token: s.peerToken, TxSeq: in.TxSeq}
 	c := wire.Connect{Session: s.num, Window: uint16(s.window), Credits: uint16(s.s.credits),
-		MaxMsgSize: uint32(s.maxMsg), MaxData: uint16(s.dpp)}
+		MaxMsgSize: uint32(s.maxMsg), MaxData: uint16(s.dpp), Token: s.token}
 	e.emitConnect(s.peer, &h, &c)
 }
 

@@ -9,11 +9,12 @@ import (
 // session is one end of a session. A session is either a client session
 // (c != nil: this engine sends requests) or a server session (s != nil).
 type session struct {
-	num    uint32 // local number: index in Engine.sessions
-	remote uint32 // the peer's number for this session
-	token  uint32 // chosen by the client; every packet carries it
-	peer   netip.AddrPort
-	up     bool // handshake done
+	num       uint32 // local number: index in Engine.sessions
+	remote    uint32 // the peer's number for this session
+	token     uint32 // ours, random: every packet addressed to us carries it
+	peerToken uint32 // the peer's: every packet we send carries it
+	peer      netip.AddrPort
+	up        bool // handshake done
 
 	// Negotiated at connect.
 	window int
@@ -33,7 +34,13 @@ func (s *session) id() SessionID { return makeSessionID(s.num, s.token) }
 
 // header returns a header addressed to the peer's side of s.
 func (s *session) header(t wire.Type, reqNum uint64) wire.Header {
-	return wire.Header{Type: t, Session: s.remote, Token: s.token, ReqNum: reqNum}
+	return wire.Header{Type: t, Session: s.remote, Token: s.peerToken, ReqNum: reqNum}
+}
+
+// accepts reports whether a packet from addr with header h is addressed to
+// this incarnation of s: its number, its token and its peer's address.
+func (s *session) accepts(from netip.AddrPort, h *wire.Header) bool {
+	return s.token == h.Token && s.peer == from
 }
 
 // negotiate applies the peer's connect parameters on top of ours.

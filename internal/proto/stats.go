@@ -10,8 +10,9 @@ type Stats struct {
 	BusySlots      int // client slots sending, receiving or canceling
 	CreditsInUse   int // client credits held by packets in flight
 	HeldRequests   int // server requests reassembling, handling or orphaned
-	HeldBytes      int // their message bytes
-	PooledBytes    int // large buffers kept for reuse
+	HeldBytes      int // capacity of their buffers and of saved responses
+	SavedBytes     int // the part of HeldBytes in responses kept for at-most-once
+	PooledBytes    int // free buffers kept for reuse
 
 	// Counters.
 	PacketsIn, PacketsOut uint64
@@ -30,6 +31,7 @@ func (e *Engine) Stats() Stats {
 	st.ServerSessions = e.serverSessions
 	st.HeldRequests = e.heldReqs
 	st.HeldBytes = e.heldBytes
+	st.SavedBytes = e.savedBytes
 	st.PooledBytes = e.bufs.held
 	for _, s := range e.sessions {
 		if s == nil || s.c == nil {

@@ -9,7 +9,10 @@ import (
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
-const tSrvNum = 3
+const (
+	tSrvNum = 3
+	tSrvTok = 0x5EC0_0001 // the server session's token, from the connect-ack
+)
 
 // tclient is a client engine with one session to serverAddr, driven by
 // hand-made server packets.
@@ -30,7 +33,7 @@ func newTClient(t *testing.T, cfg Config) *tclient {
 	got := decode(t, tc.e.Outgoing(tc.now), serverAddr, ^uint32(0), tc.token)
 	checkOut(t, "connect", got, []out{{Type: wire.TypeConnect, Seq: 1, Len: wire.ConnectLen}})
 	win := cfg.withDefaults()
-	c := wire.Connect{Session: tSrvNum, Window: uint16(win.Window), Credits: uint16(win.Credits), MaxMsgSize: 8 << 20, MaxData: tDPP}
+	c := wire.Connect{Session: tSrvNum, Window: uint16(win.Window), Credits: uint16(win.Credits), MaxMsgSize: 8 << 20, MaxData: tDPP, Token: tSrvTok}
 	var b [wire.ConnectLen]byte
 	c.Put(b[:])
 	tc.now += 20_000 // 20 µs RTT
@@ -47,7 +50,7 @@ func (tc *tclient) flush() []out {
 			tc.done[ev.Call] = ev
 		}
 	}
-	return decode(tc.t, tc.e.Outgoing(tc.now), serverAddr, tSrvNum, tc.token)
+	return decode(tc.t, tc.e.Outgoing(tc.now), serverAddr, tSrvNum, tSrvTok)
 }
 
 // step feeds a server packet and checks what goes out and what fires.
@@ -71,7 +74,7 @@ func (tc *tclient) tick(what string, d time.Duration, want []out, events ...stri
 
 func (tc *tclient) call(what string, req []byte, want []out) CallID {
 	tc.t.Helper()
-	id, err := tc.e.StartCall(tc.now, tc.sid, tReqType, req, nil, nil)
+	id, err := tc.e.StartCall(tc.now, tc.sid, tReqType, req, nil, Never, nil)
 	if err != nil {
 		tc.t.Fatal(err)
 	}
@@ -203,38 +206,52 @@ func TestClientTable_NackAndReset(t *testing.T) {
 		t.Fatalf("nacked call: %+v", ev)
 	}
 	b := tc.call("b", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 8, Seq: 3, MsgSize: 1, Len: 1}})
-	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token}, nil)
+	other := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token}, nil)
+	tc.step("a reset naming another token is not ours", other, nil)
+	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok}, nil)
 	tc.step("reset", reset, nil, "response", "session-down")
 	if ev := tc.done[b]; !errors.Is(ev.Err, ErrSessionReset) {
 		t.Fatalf("call on reset session: %+v", ev)
 	}
-	if _, err := tc.e.StartCall(tc.now, tc.sid, 1, nil, nil, nil); !errors.Is(err, ErrNoSession) {
+	if _, err := tc.e.StartCall(tc.now, tc.sid, 1, nil, nil, Never, nil); !errors.Is(err, ErrNoSession) {
 		t.Fatalf("call after reset: %v", err)
 	}
 }
 
-// TestClientTable_ResetOfFirstCopy: the server restarted; its new
-// incarnation is slow, so the request is retransmitted before the reset of
-// its first copy comes back. That reset still proves the request never
-// ran, so the call completes with ErrNotExecuted (the endpoint sends it
-// again on a new session); a reset of a later copy proves nothing.
-func TestClientTable_ResetOfFirstCopy(t *testing.T) {
-	tc := newTClient(t, Config{MinRTO: time.Millisecond})
-	a := tc.call("send", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
-	tc.tick("retransmitted at the RTO", time.Millisecond, []out{{Type: wire.TypeReq, Seq: 3, MsgSize: 1, Len: 1}})
-	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token, ReqNum: 0, TxSeq: 2}, nil)
-	tc.step("reset of the first copy", reset, nil, "response", "session-down")
-	if ev := tc.done[a]; !errors.Is(ev.Err, ErrNotExecuted) || !errors.Is(ev.Err, ErrSessionReset) {
-		t.Fatalf("call whose first copy was reset: %+v", ev)
-	}
-
-	tc = newTClient(t, Config{MinRTO: time.Millisecond})
-	b := tc.call("send", []byte("b"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
-	tc.tick("retransmitted at the RTO", time.Millisecond, []out{{Type: wire.TypeReq, Seq: 3, MsgSize: 1, Len: 1}})
-	reset = pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token, ReqNum: 0, TxSeq: 3}, nil)
-	tc.step("reset of the retransmission only", reset, nil, "response", "session-down")
-	if ev := tc.done[b]; errors.Is(ev.Err, ErrNotExecuted) || !errors.Is(ev.Err, ErrSessionReset) {
-		t.Fatalf("call whose first copy may have run elsewhere: %+v", ev)
+// TestClientTable_ResetProvesNotRun: a reset says how long the server has
+// had no such session. A request every packet of which left later than
+// that never reached a live session: its call completes with
+// ErrNotExecuted (the endpoint sends it again on a new session), even if
+// it was retransmitted meanwhile. A request with a packet sent earlier may
+// have run before the session ended: its call just fails.
+func TestClientTable_ResetProvesNotRun(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		since   time.Duration // what the reset says
+		notRun  bool
+		resends int // retransmissions before the reset
+	}{
+		{"server restarted before the first send", 5 * time.Millisecond, true, 1},
+		{"same, no retransmission", 5 * time.Millisecond, true, 0},
+		{"session ended after the first send", 500 * time.Microsecond, false, 1},
+		{"ended exactly at the first send: not proven", 1020 * time.Microsecond, false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := newTClient(t, Config{MinRTO: time.Millisecond})
+			a := tc.call("send", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+			for i := range tt.resends {
+				tc.tick("retransmitted at the RTO", time.Millisecond<<i,
+					[]out{{Type: wire.TypeReq, Seq: uint32(3 + i), MsgSize: 1, Len: 1}})
+			}
+			tc.now = tc.now.Add(1020*time.Microsecond - time.Duration(tt.resends)*time.Millisecond)
+			reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok,
+				TxSeq: 2, MsgSize: uint32(tt.since / time.Microsecond)}, nil)
+			tc.step("reset", reset, nil, "response", "session-down")
+			ev := tc.done[a]
+			if !errors.Is(ev.Err, ErrSessionReset) || errors.Is(ev.Err, ErrNotExecuted) != tt.notRun {
+				t.Fatalf("call: %v; want not-executed %v", ev.Err, tt.notRun)
+			}
+		})
 	}
 }
 

@@ -21,6 +21,7 @@ type tserver struct {
 	t     *testing.T
 	e     *Engine
 	num   uint32 // server's session number
+	tok   uint32 // and its token, which client packets carry
 	now   Time
 	reqs  []ReqHandle // delivered requests, in order
 	evs   []string
@@ -29,15 +30,33 @@ type tserver struct {
 
 func newTServer(t *testing.T, cfg Config) *tserver {
 	ts := &tserver{t: t, e: New(cfg), now: 1000}
-	ts.feed(connectPkt(tToken, tCliNum, 8))
-	got := ts.flush()
-	if len(got) != 1 || got[0].Type != wire.TypeConnectAck || got[0].Code != wire.CodeOK {
-		t.Fatalf("connect answered with %v", got)
-	}
+	ts.num, ts.tok = ts.connect(tToken, tCliNum)
 	checkEvents(t, "connect", ts.evs, "session-accepted")
-	ts.num = ts.evLog[0].Session.Num()
+	if ts.num != ts.evLog[0].Session.Num() {
+		t.Fatalf("connect-ack names session %d, the event %d", ts.num, ts.evLog[0].Session.Num())
+	}
 	ts.evs, ts.evLog = nil, nil
 	return ts
+}
+
+// connect sends a connect for the client session clientNum with token and
+// returns the server session number and token its ack carries.
+func (ts *tserver) connect(token, clientNum uint32) (num, tok uint32) {
+	ts.t.Helper()
+	ts.feed(connectPkt(token, clientNum, 8))
+	names, evs := drainEvents(ts.e)
+	ts.evs, ts.evLog = append(ts.evs, names...), append(ts.evLog, evs...)
+	pkts := ts.e.Outgoing(ts.now)
+	if len(pkts) != 1 {
+		ts.t.Fatalf("connect answered with %d packets", len(pkts))
+	}
+	var h wire.Header
+	payload, err := h.Parse(pkts[0].AppendTo(nil))
+	var c wire.Connect
+	if err != nil || h.Type != wire.TypeConnectAck || h.Code != wire.CodeOK || h.Token != token || c.Parse(payload) != nil || c.Token == 0 {
+		ts.t.Fatalf("connect answered with %+v (%v), payload %+v", h, err, c)
+	}
+	return c.Session, c.Token
 }
 
 func connectPkt(token, clientNum uint32, window uint16) []byte {
@@ -70,12 +89,12 @@ func (ts *tserver) decodeOut(pkts []Packet) []out {
 func (ts *tserver) req(reqNum uint64, size int, idx, seq uint32) []byte {
 	lo, hi := dataRange(idx, size, tDPP)
 	data := bytes.Repeat([]byte{byte(reqNum)}, hi-lo)
-	return pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: tToken, ReqType: tReqType,
+	return pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: ts.tok, ReqType: tReqType,
 		MsgSize: uint32(size), PktIndex: idx, TxSeq: seq, ReqNum: reqNum}, data)
 }
 
 func (ts *tserver) ctl(t wire.Type, reqNum uint64, idx, seq uint32) []byte {
-	return pkt(wire.Header{Type: t, Session: ts.num, Token: tToken, PktIndex: idx, TxSeq: seq, ReqNum: reqNum}, nil)
+	return pkt(wire.Header{Type: t, Session: ts.num, Token: ts.tok, PktIndex: idx, TxSeq: seq, ReqNum: reqNum}, nil)
 }
 
 // step feeds p and checks what goes out and what fires.
@@ -100,14 +119,35 @@ func TestServerTable_Handshake(t *testing.T) {
 	ts.step("duplicate connect, same token", connectPkt(tToken, tCliNum, 8),
 		[]out{{Type: wire.TypeConnectAck, Seq: 1, Len: wire.ConnectLen}})
 
-	// Same client number, new token: the client restarted.
-	ts.feed(connectPkt(tToken+1, tCliNum, 8))
-	names, _ := drainEvents(ts.e)
-	checkEvents(t, "reconnect with new token", names, "session-down", "session-accepted")
-	if st := ts.e.Stats(); st.ServerSessions != 1 {
-		t.Fatalf("%d server sessions after reconnect", st.ServerSessions)
+	// A connect with the same client number and another token, as a forger
+	// or a late copy from an earlier incarnation would send, makes a new
+	// session and leaves the live one alone.
+	ts.evs = nil
+	num2, tok2 := ts.connect(tToken+1, tCliNum)
+	checkEvents(t, "connect with another token", ts.evs, "session-accepted")
+	if num2 == ts.num || tok2 == ts.tok {
+		t.Fatalf("second session got the first's number %d or token %x", num2, tok2)
 	}
-	ts.e.Outgoing(ts.now)
+	ts.step("the live session still serves", ts.ctl(wire.TypePing, 0, 0, 2), []out{{Type: wire.TypePong, Seq: 2}})
+	if st := ts.e.Stats(); st.ServerSessions != 2 {
+		t.Fatalf("%d server sessions, want both", st.ServerSessions)
+	}
+	// A packet with the new session's token proves the client there has
+	// it: the client restarted (or reused its number), so the older
+	// session of that number ends.
+	newer := pkt(wire.Header{Type: wire.TypePing, Session: num2, Token: tok2, TxSeq: 3}, nil)
+	ts.evs = nil
+	ts.feed(newer)
+	names, _ := drainEvents(ts.e)
+	checkEvents(t, "the new session is confirmed", names, "session-down")
+	checkOut(t, "pong from the new session", decode(t, ts.e.Outgoing(ts.now), clientAddr, tCliNum, tToken+1),
+		[]out{{Type: wire.TypePong, Seq: 3}})
+	if st := ts.e.Stats(); st.ServerSessions != 1 {
+		t.Fatalf("%d server sessions after the confirmation, want 1", st.ServerSessions)
+	}
+	ts.feed(ts.ctl(wire.TypePing, 0, 0, 4))
+	checkOut(t, "the old token is stale now", decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, ts.tok),
+		[]out{{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Seq: 4}})
 
 	ts.feed(connectPkt(tToken+2, tCliNum+1, 0)) // window 0
 	checkOut(t, "bad params", decode(t, ts.e.Outgoing(ts.now), clientAddr, tCliNum+1, tToken+2),
@@ -117,6 +157,11 @@ func TestServerTable_Handshake(t *testing.T) {
 	full.feed(connectPkt(tToken+3, tCliNum+2, 8))
 	checkOut(t, "too many sessions", decode(t, full.e.Outgoing(full.now), clientAddr, tCliNum+2, tToken+3),
 		[]out{{Type: wire.TypeConnectAck, Code: wire.CodeTooManySessions, Seq: 1, Len: wire.ConnectLen}})
+
+	calls := New(Config{NotServing: true})
+	calls.Receive(1, clientAddr, connectPkt(tToken, tCliNum, 8))
+	checkOut(t, "an endpoint that serves nothing", decode(t, calls.Outgoing(1), clientAddr, tCliNum, tToken),
+		[]out{{Type: wire.TypeConnectAck, Code: wire.CodeNotServing, Seq: 1, Len: wire.ConnectLen}})
 }
 
 func TestServerTable_SinglePacketRequest(t *testing.T) {
@@ -159,7 +204,7 @@ func TestServerTable_InlineResponse(t *testing.T) {
 	checkEvents(t, "request", names, "request")
 	// Respond inline, before the round ends: one packet, the response,
 	// in the reserved place.
-	buf := ts.e.ResponseBuffer(evs[0].Req, 2)
+	buf := ts.e.Buffer(2)
 	copy(buf, "ok")
 	if err := ts.e.Respond(ts.now, evs[0].Req, 3, buf); err != nil {
 		t.Fatal(err)
@@ -175,7 +220,7 @@ func TestServerTable_MultiPacket(t *testing.T) {
 		[]out{{Type: wire.TypeCR, ReqNum: 2, Idx: 2, Seq: 31}})
 	ts.step("packet 0", ts.req(2, size, 0, 32), []out{{Type: wire.TypeCR, ReqNum: 2, Idx: 0, Seq: 32}})
 	ts.step("packet 0 again (duplicate)", ts.req(2, size, 0, 33), []out{{Type: wire.TypeCR, ReqNum: 2, Idx: 0, Seq: 33}})
-	if st := ts.e.Stats(); st.HeldRequests != 1 || st.HeldBytes != size {
+	if st := ts.e.Stats(); st.HeldRequests != 1 || st.HeldBytes != classCap(size) {
 		t.Fatalf("while reassembling: %+v", st)
 	}
 	ts.feed(ts.req(2, size, 1, 34))
@@ -200,22 +245,28 @@ func TestServerTable_MultiPacket(t *testing.T) {
 
 func TestServerTable_UnknownAndStale(t *testing.T) {
 	ts := newTServer(t, Config{})
-	unknown := pkt(wire.Header{Type: wire.TypeReq, Session: 999, Token: tToken, TxSeq: 5, ReqNum: 3}, nil)
+	unknown := pkt(wire.Header{Type: wire.TypeReq, Session: 999, Token: ts.tok, TxSeq: 5, ReqNum: 3}, nil)
 	ts.feed(unknown)
-	checkOut(t, "unknown session", decode(t, ts.e.Outgoing(ts.now), clientAddr, 999, tToken),
+	checkOut(t, "unknown session", decode(t, ts.e.Outgoing(ts.now), clientAddr, 999, ts.tok),
 		[]out{{Type: wire.TypeReset, Code: wire.CodeUnknownSession, ReqNum: 3, Seq: 5}})
-	stale := pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: tToken + 1, TxSeq: 6}, nil)
+	stale := pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: ts.tok + 1, TxSeq: 6}, nil)
 	ts.feed(stale)
-	checkOut(t, "stale token", decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, tToken+1),
+	checkOut(t, "stale token", decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, ts.tok+1),
 		[]out{{Type: wire.TypeReset, Code: wire.CodeStaleToken, Seq: 6}})
 	ts.step("disconnect of an unknown session is not answered",
-		pkt(wire.Header{Type: wire.TypeDisconnect, Session: 999, Token: tToken}, nil), nil)
+		pkt(wire.Header{Type: wire.TypeDisconnect, Session: 999, Token: ts.tok}, nil), nil)
+	// Before wire v2 every packet carried the client's token, which a
+	// client's packets from an earlier session also carried.
+	own := pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: tToken, TxSeq: 9, ReqNum: 4}, nil)
+	ts.feed(own)
+	checkOut(t, "the client's own token is not the server's", decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, tToken),
+		[]out{{Type: wire.TypeReset, Code: wire.CodeStaleToken, ReqNum: 4, Seq: 9}})
 	bad := ts.req(0, 5, 0, 7)
 	bad[0] = 0x45
 	ts.step("bad magic", bad, nil)
 	short := ts.req(0, 5, 0, 8)
 	ts.step("payload shorter than the packet's share", short[:len(short)-1], nil)
-	if st := ts.e.Stats(); st.DropMalformed != 2 || st.ResetsSent != 2 {
+	if st := ts.e.Stats(); st.DropMalformed != 2 || st.ResetsSent != 3 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -231,9 +282,9 @@ func TestServerTable_Admission(t *testing.T) {
 	ts.respond(ts.reqs[0], nil)
 	ts.step("room again after the response", ts.req(9, 5, 0, 4),
 		[]out{{Type: wire.TypeCR, Flags: wire.FlagPending, ReqNum: 9, Seq: 4}}, "request")
-	ts.step("too large", pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: tToken,
+	ts.step("too large: the NACK says the limit", pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: ts.tok,
 		MsgSize: 20 << 10, TxSeq: 5, ReqNum: 2}, make([]byte, tDPP)),
-		[]out{{Type: wire.TypeNack, Code: wire.CodeMsgTooLarge, ReqNum: 2, Seq: 5}})
+		[]out{{Type: wire.TypeNack, Code: wire.CodeMsgTooLarge, ReqNum: 2, Seq: 5, MsgSize: 10 << 10}})
 	if err := ts.e.Reject(ts.now, ts.reqs[1]); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +320,7 @@ func TestServerTable_PingDisconnect(t *testing.T) {
 	ts.step("request", ts.req(0, 5, 0, 10), []out{{Type: wire.TypeCR, Flags: wire.FlagPending, Seq: 10}}, "request")
 	ts.step("disconnect", ts.ctl(wire.TypeDisconnect, 0, 0, 11), nil, "request-canceled", "session-down")
 	ts.feed(ts.req(1, 5, 0, 12))
-	checkOut(t, "after disconnect", decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, tToken),
+	checkOut(t, "after disconnect", decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, ts.tok),
 		[]out{{Type: wire.TypeReset, Code: wire.CodeUnknownSession, ReqNum: 1, Seq: 12}})
 	if err := ts.e.Respond(ts.now, ts.reqs[0], 0, nil); !errors.Is(err, ErrRequestGone) {
 		t.Fatalf("respond after disconnect: %v", err)

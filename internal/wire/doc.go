@@ -11,14 +11,17 @@
 //
 //	off size field
 //	 0   1   magic      0xE7: drops stray datagrams early
-//	 1   1   version    1
+//	 1   1   version    2
 //	 2   1   type       packet type, see [Type]
 //	 3   1   flags      see the Flag constants
 //	 4   1   code       status of a response, reason of a NACK/reset/connect-ack
 //	 5   1   path       path id, for multipath spraying (SRD); echoed by replies
-//	 6   2   hold       µs the server held the triggering packet before this reply
+//	 6   2   hold       server to client: µs the server held the triggering
+//	                    packet before this reply; client to server, with
+//	                    FlagDeadline: the call's remaining time (see
+//	                    [EncodeTimeout])
 //	 8   4   session    destination session number
-//	12   4   token      random per-session token chosen by the client
+//	12   4   token      the destination session's random token (see below)
 //	16   4   reqType    request type (method id)
 //	20   4   msgSize    size of the whole message this packet belongs to
 //	24   4   pktIndex   index of this packet within its message (or the
@@ -31,6 +34,43 @@
 // an echoed transmit sequence (exact RTT samples and loss detection without
 // retransmission ambiguity) and the server hold time (so a slow handler does
 // not inflate the client's RTO). On a 1472-byte UDP payload it costs 2.7 %.
+//
+// # Session identity
+//
+// Each end of a session picks its own random nonzero 32-bit token, and
+// every packet carries the token of the session it is addressed to: client
+// packets carry the server's token, server packets the client's. A packet
+// whose (session, token) pair does not name a live session is dropped, so
+// no packet from an earlier life of a session number (a late or duplicated
+// datagram, a previous incarnation of either process) can reach a newer one.
+//
+// The handshake: the client sends [TypeConnect] with its own token in the
+// header and its session number in the [Connect] payload. The server
+// deduplicates connects by (client address, client session number, client
+// token): a copy of a connect it already accepted gets the same answer, and
+// any other connect creates a new server session with a fresh server token,
+// returned in the [TypeConnectAck] payload ([Connect.Token]). A connect never
+// ends or changes an existing session; a forged or late one costs at most an
+// unconfirmed session that the idle sweep removes. The first packet carrying
+// the new server token confirms the session; only then does the server end
+// an older session of the same client address and session number (the
+// client restarted, or reused the number after closing it).
+//
+// A server that gets a packet for a session it does not have answers with
+// [TypeReset], whose MsgSize field is a lower bound, in µs (saturating), on
+// how long that server has had no session with that number and token. A
+// client that sent every packet of a request later than that (by its own
+// clock, with a margin for clock-rate error) knows the request never reached
+// a live session and never ran, and may send it again on a new session.
+//
+// A server that ends a session on its own (it is closing, or the session
+// was idle beyond its timeout) tells the client with a reset coded
+// [CodeServerClosing]: the only packet a server sends unasked. It is best
+// effort; an idle client that gets it opens a new session for its next
+// call instead of sending the call where no session will know it.
+//
+// A request may carry its remaining time ([FlagDeadline] with the hold
+// field): the server's handler sees the deadline.
 //
 // # Packet exchange
 //

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 )
 
 func sampleHeader() Header {
@@ -42,7 +43,7 @@ func TestHeaderLayout(t *testing.T) {
 		PktIndex: 0x1C1B1A19, TxSeq: 0x201F1E1D, ReqNum: 0x2827262524232221}
 	var b [HeaderLen]byte
 	h.Put(b[:])
-	want := []byte{0xE7, 1, byte(TypeReq), 0x40, 0x55, 0x66, 0x07, 0x08,
+	want := []byte{0xE7, Version, byte(TypeReq), 0x40, 0x55, 0x66, 0x07, 0x08,
 		0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11, 0x12, 0x13, 0x14,
 		0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F, 0x20,
 		0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28}
@@ -65,7 +66,8 @@ func TestHeaderParseErrors(t *testing.T) {
 		{"empty", nil, ErrShort},
 		{"one short", valid(TypeReq, 0)[:HeaderLen-1], ErrShort},
 		{"magic", mutate(valid(TypeReq, 0), 0, 0x45), ErrMagic},
-		{"version", mutate(valid(TypeReq, 0), 1, 2), ErrVersion},
+		{"version 1", mutate(valid(TypeReq, 0), 1, 1), ErrVersion},
+		{"version 3", mutate(valid(TypeReq, 0), 1, 3), ErrVersion},
 		{"type zero", mutate(valid(TypeReq, 0), 2, 0), ErrType},
 		{"type past end", mutate(valid(TypeReq, 0), 2, byte(typeEnd)), ErrType},
 		{"cr with payload", valid(TypeCR, 1), ErrLength},
@@ -162,6 +164,42 @@ func BenchmarkHeaderPutParse(b *testing.B) {
 		h.Put(buf[:])
 		if _, err := out.Parse(buf[:]); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestTimeoutEncoding: a timeout never grows in transit (the server's
+// deadline is never later than the client's), loses at most 0.1 % above
+// 2 ms, is exact below, and saturates instead of wrapping.
+func TestTimeoutEncoding(t *testing.T) {
+	for _, d := range []time.Duration{0, 500 * time.Nanosecond, time.Microsecond, 2047 * time.Microsecond,
+		2048 * time.Microsecond, 100 * time.Millisecond, 1234567 * time.Microsecond, time.Hour, 50 * 24 * time.Hour} {
+		got := DecodeTimeout(EncodeTimeout(d))
+		if got > d {
+			t.Errorf("%v decodes as %v: later than sent", d, got)
+		}
+		floor := d.Truncate(time.Microsecond)
+		if floor < 2048*time.Microsecond && got != floor {
+			t.Errorf("%v decodes as %v, want exactly %v", d, got, floor)
+		}
+		if lost := floor - got; lost > floor/1024 {
+			t.Errorf("%v decodes as %v: lost %v, more than 0.1 %%", d, got, lost)
+		}
+	}
+	if got := DecodeTimeout(EncodeTimeout(1000 * 24 * time.Hour)); got < 50*24*time.Hour {
+		t.Errorf("1000 days decodes as %v: the encoding wrapped instead of saturating", got)
+	}
+	if EncodeTimeout(-time.Second) != 0 {
+		t.Errorf("a negative timeout must encode as expired")
+	}
+	prev := time.Duration(-1)
+	for v := uint32(0); v <= 0xFFFF; v++ { // monotonic within each exponent's range of mantissas
+		d := DecodeTimeout(uint16(v))
+		if v&timeoutMantMask >= 1<<(timeoutMantBits-1) && d <= prev {
+			t.Fatalf("decode not increasing at %#x: %v after %v", v, d, prev)
+		}
+		if v&timeoutMantMask >= 1<<(timeoutMantBits-1) {
+			prev = d
 		}
 	}
 }
