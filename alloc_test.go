@@ -9,16 +9,22 @@ import (
 	"github.com/erpc-go/erpc/transport/rpctest"
 )
 
-// rawEcho serves "Echo" the zero-allocation way: in place, into the slot's
-// own response buffer.
-func rawEcho(t testing.TB, srv *erpc.Endpoint) {
-	if err := srv.HandleRaw("Echo", func(r *erpc.Request) {
+// rawEcho serves "Echo" the zero-allocation way, with a handler that
+// builds its response in the endpoint's response buffer, and "EchoInPlace"
+// with the request's own buffer.
+func rawEcho(t testing.TB) *erpc.Server {
+	srv := erpc.NewServer()
+	if err := srv.HandleRaw("Echo", func(r erpc.Request) {
 		out := r.ResponseBuffer(len(r.Data()))
 		copy(out, r.Data())
 		r.Respond(out)
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := srv.HandleRaw("EchoInPlace", func(r erpc.Request) { r.Respond(r.Data()) }); err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
 
 // TestCallAllocs counts heap allocations per 32-byte call on the raw-bytes
@@ -35,22 +41,23 @@ func TestCallAllocs(t *testing.T) {
 }
 
 func testCallAllocs(t *testing.T, n rpctest.Net) {
-	srv := n.Listen(t)
-	rawEcho(t, srv)
-	s := dialT(t, n, n.Listen(t), srv)
+	srv := n.Listen(t, rawEcho(t))
+	s := dialT(t, n, n.Listen(t, nil), srv)
 	req, resp := make([]byte, 32), make([]byte, 0, 64)
 	ctx := context.Background()
-	for range 1000 {
-		resp, _ = s.Call(ctx, "Echo", req, resp)
-	}
-	allocs := testing.AllocsPerRun(2000, func() {
-		var err error
-		if resp, err = s.Call(ctx, "Echo", req, resp); err != nil {
-			t.Fatal(err)
+	for _, method := range []string{"Echo", "EchoInPlace"} {
+		for range 1000 {
+			resp, _ = s.Call(ctx, method, req, resp)
 		}
-	})
-	t.Logf("%.3f allocations per call (client + server + transport)", allocs)
-	if allocs > 0.05 {
-		t.Fatalf("%.3f allocations per call, want 0", allocs)
+		allocs := testing.AllocsPerRun(2000, func() {
+			var err error
+			if resp, err = s.Call(ctx, method, req, resp); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Logf("%s: %.3f allocations per call (client + server + transport)", method, allocs)
+		if allocs > 0.05 {
+			t.Fatalf("%s: %.3f allocations per call, want 0", method, allocs)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/erpc-go/erpc/internal/proto"
 )
@@ -11,23 +12,36 @@ import (
 // call is one client call on its way through the loop. Calls are pooled:
 // a blocking call allocates nothing once the pool is warm.
 type call struct {
-	sess   *Session
-	method uint32
-	req    []byte
-	resp   []byte
-	sid    proto.SessionID
-	engID  proto.CallID
-	done   chan struct{}                // signaled once, for blocking calls
-	cont   func(resp []byte, err error) // for async calls, run on the loop
-	err    error
-	resent bool // sent again after its first session ended before it ran
+	sess     *Session
+	method   string
+	id       uint32
+	req      []byte
+	resp     []byte
+	deadline proto.Time
+	sid      proto.SessionID
+	engID    proto.CallID
+	state    atomic.Int32                 // callQueued, callTaken or callWithdrawn
+	done     chan struct{}                // signaled once, for blocking calls
+	cont     func(resp []byte, err error) // for async calls, run on the loop
+	err      error
+	resent   bool // sent again after its first session ended before it ran
 }
+
+// A blocking call is queued for the loop, taken by it, or withdrawn by its
+// caller (whose context ended) before the loop took it.
+const (
+	callQueued int32 = iota
+	callTaken
+	callWithdrawn
+)
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 func getCall(s *Session, method string, req, resp []byte) *call {
 	c := callPool.Get().(*call)
-	c.sess, c.method, c.req, c.resp = s, methodID(method), req, resp
+	c.sess, c.method, c.id, c.req, c.resp = s, method, methodID(method), req, resp
+	c.deadline = proto.Never
+	c.state.Store(callQueued)
 	return c
 }
 
@@ -40,34 +54,80 @@ func putCall(c *call) {
 // response. resp is a buffer to reuse: the response is written into it when
 // it is large enough, so a caller that passes the previous response back
 // allocates nothing. Call honours ctx's deadline and cancellation: the
-// server is told to drop the request, and the call returns an error with
-// code DeadlineExceeded or Canceled, for which errors.Is(err,
+// deadline travels to the server's handler, the server is told to drop a
+// canceled request, and the call returns an error with code
+// DeadlineExceeded or Canceled, for which errors.Is(err,
 // context.DeadlineExceeded) (or context.Canceled) holds.
 //
-// The engine reads req until Call returns; do not modify it meanwhile.
+// The endpoint reads req until Call returns, and never after. Call returns
+// when ctx ends, whatever the endpoint's loop is doing. Called on the
+// endpoint's own loop (from an inline handler or a continuation), where it
+// could never complete, it fails at once with FailedPrecondition: use
+// Session.Go there, or make the handler Background.
 func (s *Session) Call(ctx context.Context, method string, req, resp []byte) ([]byte, error) {
+	return s.call(ctx, method, methodID(method), req, resp)
+}
+
+// call is Call with the method's ID on the wire given.
+func (s *Session) call(ctx context.Context, method string, id uint32, req, resp []byte) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(ctx)
 	}
+	if s.calledOnLoop(ctx) {
+		return nil, errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()")
+	}
 	c := getCall(s, method, req, resp)
+	c.id = id
+	if d, ok := ctx.Deadline(); ok {
+		c.deadline = proto.Time(d.Sub(s.ep.start))
+	}
 	s.ep.post(command{kind: cmdCall, call: c})
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		s.ep.post(command{kind: cmdCancel, call: c})
-		<-c.done // the loop lets go of the buffers only then
-		err := c.err
-		if CodeOf(err) == Canceled {
-			err = contextError(ctx)
+		if c.state.CompareAndSwap(callQueued, callWithdrawn) {
+			return nil, contextError(ctx) // the loop never saw it; it recycles c
 		}
+		s.ep.post(command{kind: cmdCancel, call: c})
+		// The loop reads req only when it sends, and processes queued
+		// commands (this cancel, which withdraws the call's packets)
+		// before every send. So while it runs user code (a handler that
+		// holds it up, say), the caller may have its buffer back at once;
+		// otherwise the loop is at work and answers soon.
+		if s.ep.watch.since.Load() >= 0 {
+			s.ep.checkStall()
+			return nil, contextError(ctx)
+		}
+		<-c.done
 		// c is not recycled: the cancel command may still be queued and
 		// must not find c reused by another call.
-		return c.resp, err
+		if c.err == nil { // it completed just before the cancel
+			return c.resp, nil
+		}
+		return nil, contextError(ctx)
 	}
 	resp, err := c.resp, c.err
 	putCall(c)
 	return resp, err
 }
+
+// calledOnLoop reports whether a blocking call with ctx would be made on
+// the session's endpoint's own loop: from an inline handler whose context
+// says so (one check), or, while the loop runs user code, from the loop's
+// goroutine.
+func (s *Session) calledOnLoop(ctx context.Context) bool {
+	switch v := ctx.Value(loopKey{}).(type) {
+	case *Endpoint:
+		return v == s.ep
+	case offLoop:
+		return false
+	}
+	return s.ep.onLoop()
+}
+
+// offLoop is what an erpc request's context says under loopKey when its
+// handler is not running inline: a call made with it is not on a loop.
+type offLoop struct{}
 
 // Go sends req to method and returns at once; done runs on the endpoint's
 // event loop when the call completes, with the response (in resp if it
@@ -77,6 +137,7 @@ func (s *Session) Call(ctx context.Context, method string, req, resp []byte) ([]
 func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err error)) {
 	c := getCall(s, method, req, resp)
 	c.cont = done
+	c.state.Store(callTaken)
 	s.ep.post(command{kind: cmdCall, call: c})
 }
 
@@ -91,9 +152,9 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 		ep.finishOnLoop(c, nil, serr)
 		return
 	}
-	id, err := ep.eng.StartCall(now, sid, c.method, c.req, c.resp, proto.Never, c)
+	id, err := ep.eng.StartCall(now, sid, c.id, c.req, c.resp, c.deadline, c)
 	if err != nil {
-		ep.finishOnLoop(c, nil, engineError(err))
+		ep.finishOnLoop(c, nil, ep.callError(c, err, 0, nil))
 		return
 	}
 	c.sid, c.engID = sid, id
@@ -110,10 +171,8 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 		c.resent = true
 		c.sess.detach(c.sid, ev.Err)
 		ep.startCall(now, c)
-	case ev.Err != nil:
-		ep.finishOnLoop(c, nil, engineError(ev.Err))
-	case ev.Status != 0: // the handler answered with an error
-		ep.finishOnLoop(c, nil, &Error{Code: Code(ev.Status), Msg: string(ev.Data)})
+	case ev.Err != nil || ev.Status != 0:
+		ep.finishOnLoop(c, nil, ep.callError(c, ev.Err, ev.Status, ev.Data))
 	default:
 		ep.finishOnLoop(c, ev.Data, nil)
 	}
@@ -128,7 +187,9 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	}
 	cont := c.cont
 	putCall(c)
+	ep.watch.what.Store(continuationHandler)
 	defer func() {
+		ep.watch.what.Store(nil)
 		if p := recover(); p != nil {
 			ep.log.Error("erpc: call continuation panicked", "panic", p)
 		}

@@ -6,26 +6,46 @@ import (
 	"time"
 )
 
-// reqCtx is a handler's context. It lives inside its pooled Request and
-// makes its Done channel only when a handler asks for it, so an inline
-// handler that never looks costs no allocation.
+// reqCtx is a handler's context. Each request that asks for one gets its
+// own (one allocation), canceled when the request ends and never reused,
+// so a handler may keep it, or a goroutine wait on it, for as long as it
+// likes. The Done channel and the deadline's timer are made only when
+// someone asks for Done.
 type reqCtx struct {
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
+	req  *request // for Value: which loop runs this request, while it runs
+	gen  uint32
+	ep   *Endpoint
+	dl   time.Time
+	hasD bool
+
+	mu    sync.Mutex
+	done  chan struct{}
+	err   error
+	timer *time.Timer
+}
+
+func newReqCtx(r *request) *reqCtx {
+	return &reqCtx{req: r, gen: r.gen(), ep: r.ep, dl: r.dl, hasD: r.hasDL}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
-func (c *reqCtx) reset() {
-	c.mu.Lock()
-	c.done, c.err = nil, nil
-	c.mu.Unlock()
-}
+// closedContext is what Context gives for a spent handle.
+var closedContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
+// cancel ends the context with err (context.Canceled or
+// context.DeadlineExceeded), once.
 func (c *reqCtx) cancel(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cancelLocked(err)
+}
+
+func (c *reqCtx) cancelLocked(err error) {
 	if c.err != nil {
 		return
 	}
@@ -33,18 +53,25 @@ func (c *reqCtx) cancel(err error) {
 	if c.done != nil {
 		close(c.done)
 	}
+	if c.timer != nil {
+		c.timer.Stop()
+	}
 }
 
-func (c *reqCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *reqCtx) Deadline() (time.Time, bool) { return c.dl, c.hasD }
 
 func (c *reqCtx) Done() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.expireLocked()
 	if c.done == nil {
 		if c.err != nil {
 			return closedChan
 		}
 		c.done = make(chan struct{})
+		if c.hasD {
+			c.timer = time.AfterFunc(time.Until(c.dl), func() { c.cancel(context.DeadlineExceeded) })
+		}
 	}
 	return c.done
 }
@@ -52,12 +79,28 @@ func (c *reqCtx) Done() <-chan struct{} {
 func (c *reqCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err != nil {
-		return context.Canceled
+	c.expireLocked()
+	return c.err
+}
+
+// expireLocked ends the context if its deadline has passed, for callers of
+// Err that never asked for Done (and so armed no timer).
+func (c *reqCtx) expireLocked() {
+	if c.err == nil && c.hasD && !time.Now().Before(c.dl) {
+		c.cancelLocked(context.DeadlineExceeded)
+	}
+}
+
+// loopKey is the context key under which an inline handler's context
+// names the endpoint whose loop runs it, while it runs: a blocking call
+// to that endpoint from there could never complete.
+type loopKey struct{}
+
+func (c *reqCtx) Value(key any) any {
+	if _, ok := key.(loopKey); ok && c.req.runningInline(c.gen) {
+		return c.ep
 	}
 	return nil
 }
-
-func (c *reqCtx) Value(any) any { return nil }
 
 func (c *reqCtx) String() string { return "erpc.Request.Context" }

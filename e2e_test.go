@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc"
+	_ "github.com/erpc-go/erpc/codec/protocodec"
+	"github.com/erpc-go/erpc/internal/faults"
 	"github.com/erpc-go/erpc/transport/memnet"
 	"github.com/erpc-go/erpc/transport/rpctest"
 	"google.golang.org/protobuf/types/known/wrapperspb"
@@ -24,12 +26,25 @@ type memNet struct{ net *memnet.Network }
 
 func newMemNet() *memNet { return &memNet{memnet.NewNetwork(1, memnet.LinkConfig{})} }
 
-func (n *memNet) Listen(t *testing.T, opts ...erpc.Option) *erpc.Endpoint {
+func (n *memNet) Listen(t *testing.T, srv *erpc.Server, opts ...erpc.Option) *erpc.Endpoint {
 	tr, err := n.net.Listen("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := erpc.Listen("", append(opts, erpc.WithTransport(tr))...)
+	return listenT(t, srv, "", append(opts, erpc.WithTransport(tr))...)
+}
+
+// listenT opens an endpoint on addr serving srv (nil: calls only), closed
+// when the test ends.
+func listenT(t *testing.T, srv *erpc.Server, addr string, opts ...erpc.Option) *erpc.Endpoint {
+	t.Helper()
+	var ep *erpc.Endpoint
+	var err error
+	if srv == nil {
+		ep, err = erpc.Listen(addr, opts...)
+	} else {
+		ep, err = srv.Listen(addr, opts...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,18 +52,25 @@ func (n *memNet) Listen(t *testing.T, opts ...erpc.Option) *erpc.Endpoint {
 	return ep
 }
 
+// serverWith returns a server with one handler.
+func serverWith(t *testing.T, method string, fn func(context.Context, []byte) ([]byte, error), opts ...erpc.HandlerOption) *erpc.Server {
+	t.Helper()
+	srv := erpc.NewServer()
+	if err := srv.Handle(method, fn, opts...); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func echoHandler(_ context.Context, req []byte) ([]byte, error) { return req, nil }
+
 func (n *memNet) Target(ep *erpc.Endpoint) string { return ep.Addr().String() }
 
 // udpNet: endpoints on UDP loopback.
 type udpNet struct{}
 
-func (udpNet) Listen(t *testing.T, opts ...erpc.Option) *erpc.Endpoint {
-	ep, err := erpc.Listen("127.0.0.1:0", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ep.Close() })
-	return ep
+func (udpNet) Listen(t *testing.T, srv *erpc.Server, opts ...erpc.Option) *erpc.Endpoint {
+	return listenT(t, srv, "127.0.0.1:0", opts...)
 }
 
 func (udpNet) Target(ep *erpc.Endpoint) string { return ep.Addr().String() }
@@ -109,17 +131,15 @@ func dialT(t *testing.T, n rpctest.Net, cli, srv *erpc.Endpoint) *erpc.Session {
 func TestThousandsOfCallsUDP(t *testing.T) {
 	checkLeaks(t)
 	n := udpNet{}
-	srv := n.Listen(t)
 	var handled atomic.Int64
-	srv.Handle("Inc", func(_ context.Context, req []byte) ([]byte, error) {
+	srv := n.Listen(t, serverWith(t, "Inc", func(_ context.Context, req []byte) ([]byte, error) {
 		handled.Add(1)
-		out := bytes.Clone(req)
-		for i := range out {
-			out[i]++
+		for i := range req {
+			req[i]++
 		}
-		return out, nil
-	})
-	cli := n.Listen(t)
+		return req, nil
+	}))
+	cli := n.Listen(t, nil)
 	var sessions []*erpc.Session
 	for range 4 {
 		sessions = append(sessions, dialT(t, n, cli, srv))
@@ -154,17 +174,17 @@ func TestThousandsOfCallsUDP(t *testing.T) {
 func TestNestedCalls(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	b := n.Listen(t)
-	b.Handle("Inc", func(_ context.Context, req []byte) ([]byte, error) {
-		out := bytes.Clone(req)
-		for i := range out {
-			out[i]++
+	b := n.Listen(t, serverWith(t, "Inc", func(_ context.Context, req []byte) ([]byte, error) {
+		for i := range req {
+			req[i]++
 		}
-		return out, nil
-	})
-	a := n.Listen(t)
-	toB := dialT(t, n, a, b)
-	a.HandleRaw("Via", func(r *erpc.Request) {
+		return req, nil
+	}))
+	// A's handlers call B through a session of A's own endpoint, dialed
+	// once A serves and before any client calls it.
+	var toB *erpc.Session
+	aSrv := erpc.NewServer()
+	aSrv.HandleRaw("Via", func(r erpc.Request) {
 		toB.Go("Inc", r.Data(), nil, func(resp []byte, err error) {
 			if err != nil {
 				r.RespondError(err)
@@ -176,14 +196,16 @@ func TestNestedCalls(t *testing.T) {
 			r.Respond(resp)
 		})
 	})
-	a.Handle("ViaBlocking", func(ctx context.Context, req []byte) ([]byte, error) {
+	aSrv.Handle("ViaBlocking", func(ctx context.Context, req []byte) ([]byte, error) {
 		resp, err := toB.Call(ctx, "Inc", req, nil)
 		for i := range resp {
 			resp[i]++
 		}
 		return resp, err
 	}, erpc.Background())
-	s := dialT(t, n, n.Listen(t), a)
+	a := n.Listen(t, aSrv)
+	toB = dialT(t, n, a, b)
+	s := dialT(t, n, n.Listen(t, nil), a)
 	for _, method := range []string{"Via", "ViaBlocking"} {
 		for i := range 33 { // more than a window of nested calls
 			resp, err := call(t, s, method, []byte{byte(i), byte(i + 1)})
@@ -197,11 +219,12 @@ func TestNestedCalls(t *testing.T) {
 func TestHandlerPanicIsInternal(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	srv := n.Listen(t, erpc.WithLogger(slog.New(slog.DiscardHandler)))
-	srv.Handle("Boom", func(context.Context, []byte) ([]byte, error) { panic("kaboom") })
-	srv.Handle("BoomBG", func(context.Context, []byte) ([]byte, error) { panic("kaboom") }, erpc.Background())
-	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
-	s := dialT(t, n, n.Listen(t), srv)
+	h := erpc.NewServer()
+	h.Handle("Boom", func(context.Context, []byte) ([]byte, error) { panic("kaboom") })
+	h.Handle("BoomBG", func(context.Context, []byte) ([]byte, error) { panic("kaboom") }, erpc.Background())
+	h.Handle("Echo", echoHandler)
+	srv := n.Listen(t, h, erpc.WithLogger(slog.New(slog.DiscardHandler)))
+	s := dialT(t, n, n.Listen(t, nil), srv)
 	for _, m := range []string{"Boom", "BoomBG"} {
 		_, err := call(t, s, m, nil)
 		if !errors.Is(err, erpc.ErrInternal) || !strings.Contains(err.Error(), "kaboom") {
@@ -216,12 +239,16 @@ func TestHandlerPanicIsInternal(t *testing.T) {
 func TestUnimplementedAndErrors(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	srv := n.Listen(t)
-	srv.Handle("Fail", func(context.Context, []byte) ([]byte, error) {
+	h := erpc.NewServer()
+	h.Handle("Fail", func(context.Context, []byte) ([]byte, error) {
 		return nil, erpc.Errorf(erpc.NotFound, "no such key %q", "k")
 	})
-	srv.Handle("Plain", func(context.Context, []byte) ([]byte, error) { return nil, errors.New("plain failure") })
-	s := dialT(t, n, n.Listen(t), srv)
+	h.Handle("Plain", func(context.Context, []byte) ([]byte, error) { return nil, errors.New("plain failure") })
+	if err := h.Handle("Fail", echoHandler); err == nil {
+		t.Fatal("a method was registered twice")
+	}
+	srv := n.Listen(t, h)
+	s := dialT(t, n, n.Listen(t, nil), srv)
 	_, err := call(t, s, "Nope", nil)
 	if erpc.CodeOf(err) != erpc.Unimplemented || !errors.Is(err, erpc.ErrUnimplemented) {
 		t.Fatalf("unknown method: %v", err)
@@ -234,9 +261,6 @@ func TestUnimplementedAndErrors(t *testing.T) {
 	if _, err = call(t, s, "Plain", nil); erpc.CodeOf(err) != erpc.Unknown || !strings.Contains(err.Error(), "plain failure") {
 		t.Fatalf("plain error: %v", err)
 	}
-	if err := srv.Handle("Fail", nil); err == nil {
-		t.Fatal("a method was registered twice")
-	}
 }
 
 // TestDeadlineAndCancel: a call whose context ends fails with the matching
@@ -244,9 +268,10 @@ func TestUnimplementedAndErrors(t *testing.T) {
 func TestDeadlineAndCancel(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	srv := n.Listen(t)
 	canceled := make(chan struct{}, 4)
-	srv.Handle("Wait", func(ctx context.Context, req []byte) ([]byte, error) {
+	h := erpc.NewServer()
+	h.Handle("Echo", echoHandler)
+	h.Handle("Wait", func(ctx context.Context, req []byte) ([]byte, error) {
 		select {
 		case <-ctx.Done():
 			canceled <- struct{}{}
@@ -255,7 +280,8 @@ func TestDeadlineAndCancel(t *testing.T) {
 			return req, nil
 		}
 	}, erpc.Background())
-	s := dialT(t, n, n.Listen(t), srv)
+	srv := n.Listen(t, h)
+	s := dialT(t, n, n.Listen(t, nil), srv)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
@@ -280,7 +306,6 @@ func TestDeadlineAndCancel(t *testing.T) {
 		}
 	}
 	// The session is still usable.
-	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
 	if resp, err := call(t, s, "Echo", []byte("ok")); err != nil || string(resp) != "ok" {
 		t.Fatalf("after cancellations: %q %v", resp, err)
 	}
@@ -291,17 +316,16 @@ func TestDeadlineAndCancel(t *testing.T) {
 // address, it serves new calls on the same session.
 func TestServerStoppedAndRestarted(t *testing.T) {
 	checkLeaks(t)
-	srv, err := erpc.Listen("127.0.0.1:0")
+	srv, err := serverWith(t, "Slow", func(ctx context.Context, req []byte) ([]byte, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}, erpc.Background()).Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := srv.Addr().String()
-	srv.Handle("Slow", func(ctx context.Context, req []byte) ([]byte, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	}, erpc.Background())
 	const failure = 300 * time.Millisecond
-	cli := udpNet{}.Listen(t, erpc.WithFailureTimeout(failure))
+	cli := udpNet{}.Listen(t, nil, erpc.WithFailureTimeout(failure))
 	s, err := cli.Dial(context.Background(), addr)
 	if err != nil {
 		t.Fatal(err)
@@ -328,12 +352,11 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 		t.Fatal("pending call never failed")
 	}
 
-	srv2, err := erpc.Listen(addr)
+	srv2, err := serverWith(t, "Echo", echoHandler).Listen(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv2.Close()
-	srv2.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
 	if resp, err := call(t, s, "Echo", []byte("hello again")); err != nil || string(resp) != "hello again" {
 		t.Fatalf("first call after the restart: %q %v", resp, err)
 	}
@@ -344,23 +367,22 @@ func TestServerStoppedAndRestarted(t *testing.T) {
 // out again on a new session and succeeds.
 func TestRestartWithoutPendingCalls(t *testing.T) {
 	checkLeaks(t)
-	srv, err := erpc.Listen("127.0.0.1:0")
+	h := serverWith(t, "Echo", echoHandler)
+	srv, err := h.Listen("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := srv.Addr().String()
-	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
-	s := dialT(t, udpNet{}, udpNet{}.Listen(t), srv)
+	s := dialT(t, udpNet{}, udpNet{}.Listen(t, nil), srv)
 	if _, err := call(t, s, "Echo", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
 	srv.Close()
-	srv2, err := erpc.Listen(addr)
+	srv2, err := h.Listen(addr) // one Server serves its restarted endpoint too
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv2.Close()
-	srv2.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
 	if resp, err := call(t, s, "Echo", []byte("2")); err != nil || string(resp) != "2" {
 		t.Fatalf("call after an unseen restart: %q %v", resp, err)
 	}
@@ -372,12 +394,11 @@ func TestRestartWithoutPendingCalls(t *testing.T) {
 func TestOverloadFailsFast(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	srv := n.Listen(t, erpc.WithWorkers(1), erpc.WithQueueDepth(1))
-	srv.Handle("Slow", func(_ context.Context, req []byte) ([]byte, error) {
+	srv := n.Listen(t, serverWith(t, "Slow", func(_ context.Context, req []byte) ([]byte, error) {
 		time.Sleep(100 * time.Millisecond)
 		return req, nil
-	}, erpc.Background())
-	s := dialT(t, n, n.Listen(t), srv)
+	}, erpc.Background()), erpc.WithWorkers(1), erpc.WithQueueDepth(1))
+	s := dialT(t, n, n.Listen(t, nil), srv)
 	var wg sync.WaitGroup
 	var ok, exhausted atomic.Int32
 	var fastest atomic.Int64
@@ -425,22 +446,27 @@ func (p *point) UnmarshalBinary(b []byte) error {
 func TestTypedAPI(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	srv := n.Listen(t)
-	if err := erpc.Register(srv, "Greet", func(_ context.Context, req *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+	h := erpc.NewServer()
+	if err := erpc.Register(h, "Greet", func(_ context.Context, req *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
 		return wrapperspb.String("hello, " + req.GetValue()), nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	erpc.Register(srv, "Mirror", func(_ context.Context, p *point) (*point, error) {
+	if err := erpc.Register(h, "Mirror", func(_ context.Context, p *point) (*point, error) {
 		return &point{X: p.Y, Y: p.X}, nil
-	})
-	erpc.Register(srv, "Len", func(_ context.Context, b *[]byte) (*wrapperspb.Int64Value, error) {
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := erpc.Register(h, "Len", func(_ context.Context, b *[]byte) (*wrapperspb.Int64Value, error) {
 		return wrapperspb.Int64(int64(len(*b))), nil
-	})
-	if err := erpc.Register(srv, "Bad", func(context.Context, *struct{}) (*struct{}, error) { return nil, nil }); err == nil {
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := erpc.Register(h, "Bad", func(context.Context, *struct{}) (*struct{}, error) { return nil, nil }); err == nil {
 		t.Fatal("registered a type without a codec")
 	}
-	s := dialT(t, n, n.Listen(t), srv)
+	srv := n.Listen(t, h)
+	s := dialT(t, n, n.Listen(t, nil), srv)
 	ctx := context.Background()
 	g, err := erpc.Invoke[wrapperspb.StringValue](ctx, s, "Greet", wrapperspb.String("erpc"))
 	if err != nil || g.GetValue() != "hello, erpc" {
@@ -466,13 +492,12 @@ func TestTypedAPI(t *testing.T) {
 func TestShutdownDrains(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
-	srv := n.Listen(t)
 	release := make(chan struct{})
-	srv.Handle("Hold", func(_ context.Context, req []byte) ([]byte, error) {
+	srv := n.Listen(t, serverWith(t, "Hold", func(_ context.Context, req []byte) ([]byte, error) {
 		<-release
 		return req, nil
-	}, erpc.Background())
-	s := dialT(t, n, n.Listen(t), srv)
+	}, erpc.Background()))
+	s := dialT(t, n, n.Listen(t, nil), srv)
 	done := make(chan error, 1)
 	go func() {
 		resp, err := call(t, s, "Hold", []byte("finished"))
@@ -504,9 +529,8 @@ func TestShutdownDrains(t *testing.T) {
 
 func TestPackageDial(t *testing.T) {
 	checkLeaks(t)
-	srv := udpNet{}.Listen(t)
-	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
-	s, err := erpc.Dial(context.Background(), srv.Addr().String())
+	srv := udpNet{}.Listen(t, serverWith(t, "Echo", echoHandler))
+	s, err := erpc.Dial(context.Background(), srv.Target())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,13 +550,19 @@ func TestPackageDial(t *testing.T) {
 func TestInjectedLoss(t *testing.T) {
 	checkLeaks(t)
 	n := udpNet{}
-	srv := n.Listen(t, erpc.WithPacketLoss(0.1))
+	lossy := func(seed uint64) erpc.Option {
+		tr, err := faults.UDP("127.0.0.1:0", 0.1, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return erpc.WithTransport(tr)
+	}
 	var runs atomic.Int64
-	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) {
+	srv := n.Listen(t, serverWith(t, "Echo", func(_ context.Context, req []byte) ([]byte, error) {
 		runs.Add(1)
-		return bytes.Clone(req), nil
-	})
-	cli := n.Listen(t, erpc.WithPacketLoss(0.1))
+		return req, nil
+	}), lossy(1))
+	cli := n.Listen(t, nil, lossy(2))
 	s := dialT(t, n, cli, srv)
 	for i, size := range []int{0, 32, 2000, 50000, 1 << 20} {
 		req := bytes.Repeat([]byte{byte(i + 1)}, size)

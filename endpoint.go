@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,27 +21,31 @@ import (
 )
 
 // Endpoint is one event loop with one transport: it serves the handlers
-// registered on it and carries the client sessions dialed from it. One
-// goroutine owns all of its protocol state; other goroutines hand it work
-// through a queue. Run several endpoints to use several cores.
+// of the Server it was opened by (if any) and carries the client sessions
+// dialed from it. One goroutine owns all of its protocol state; other
+// goroutines hand it work through a queue. Run several endpoints to use
+// several cores.
 type Endpoint struct {
-	opts  options
-	tr    transport.Transport
-	eng   *proto.Engine // owned by the loop
-	start time.Time
-	log   *slog.Logger
+	opts   options
+	tr     transport.Transport
+	scheme string // "udp", "mem" or "shm"; "" for WithTransport
+	target string // what to Dial to reach this endpoint; "" if it cannot be dialed
+	eng    *proto.Engine
+	start  time.Time
+	log    *slog.Logger
 
 	cmds     cmdQueue
 	sleeping atomic.Bool // the loop is (about to be) in tr.Wait
 
-	handlers atomic.Pointer[handlerTable]
-	regMu    sync.Mutex // serializes registrations
-	workers  *workerPool
+	handlers    *handlerTable // nil: serves nothing
+	workers     *workerPool
+	reqReturned returnedRequests
 
 	state    atomic.Int32 // open, draining, closed
 	loopDone chan struct{}
 	closeErr error
 
+	watch loopWatch // read by other goroutines: is the loop in user code, since when, which
 	// Owned by the loop.
 	loop loopState
 }
@@ -51,48 +56,82 @@ const (
 	stateClosed
 )
 
-// Listen opens an endpoint on addr and starts its event loop. addr is
-// "host:port" or "udp://host:port" for UDP (port 0 picks one),
-// "mem://name" for the process-wide in-memory network (memnet.Default), or
-// "shm:///path/to/socket" for shared memory between processes of one host
-// ("shm://" for a client-only endpoint). WithTransport supplies any other
-// transport.
+// Listen opens an endpoint that only makes calls: it dials sessions to
+// servers and refuses sessions other endpoints ask for. To serve, register
+// handlers on a Server and use Server.Listen.
+//
+// addr is "host:port" or "udp://host:port" for UDP (port 0 picks one;
+// ":0" is a client's usual choice), "mem://name" for the process-wide
+// in-memory network (memnet.Default), or "shm:///path/to/socket" for
+// shared memory between processes of one host ("shm://" for a client-only
+// endpoint). WithTransport supplies any other transport, and addr is then
+// ignored.
 func Listen(addr string, opt ...Option) (*Endpoint, error) {
+	return listen(addr, nil, opt)
+}
+
+func listen(addr string, handlers *handlerTable, opt []Option) (*Endpoint, error) {
 	o := defaultOptions()
 	for _, f := range opt {
 		f(&o)
 	}
 	o.resolve()
-	tr := o.transport
+	tr, scheme, target := o.transport, "", ""
 	if tr == nil {
 		var err error
-		if tr, err = openTransport(addr, &o); err != nil {
+		if tr, scheme, target, err = openTransport(addr, &o); err != nil {
 			return nil, err
 		}
 	}
-	if o.loss > 0 {
-		tr = transport.Lossy(tr, o.loss, uint64(time.Now().UnixNano()))
-	}
-	return newEndpoint(tr, o), nil
+	return newEndpoint(tr, scheme, target, handlers, o), nil
 }
 
-func openTransport(addr string, o *options) (transport.Transport, error) {
-	scheme, rest, found := strings.Cut(addr, "://")
-	if !found {
-		scheme, rest = "udp", addr
+// splitTarget separates an address's scheme ("udp" if none) from the rest.
+func splitTarget(addr string) (scheme, rest string) {
+	if s, r, ok := strings.Cut(addr, "://"); ok {
+		return s, r
 	}
+	return "udp", addr
+}
+
+func openTransport(addr string, o *options) (tr transport.Transport, scheme, target string, err error) {
+	scheme, rest := splitTarget(addr)
 	switch scheme {
 	case "udp":
-		return udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf})
+		if _, _, err := net.SplitHostPort(rest); err != nil {
+			return nil, "", "", &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: want host:port (port 0 picks one)", addr), Cause: err}
+		}
+		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf})
+		if err != nil {
+			return nil, "", "", &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+		}
+		return u, scheme, "udp://" + u.LocalAddr().String(), nil
 	case "mem":
-		return memnet.Default().Listen(rest)
+		m, err := memnet.Default().Listen(rest)
+		if err != nil {
+			return nil, "", "", &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+		}
+		name := rest
+		if name == "" || name == ":0" {
+			name = m.LocalAddr().String()
+		}
+		return m, scheme, "mem://" + name, nil
 	case "shm":
-		return shm.Listen(rest, shm.Options{})
+		s, err := shm.Listen(rest, shm.Options{})
+		if err != nil {
+			return nil, "", "", &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+		}
+		if rest == "" {
+			return s, scheme, "", nil
+		}
+		abs, _ := filepath.Abs(rest)
+		return s, scheme, "shm://" + abs, nil
 	}
-	return nil, fmt.Errorf("erpc: unknown transport %q in address %q (want udp://, mem:// or shm://)", scheme, addr)
+	return nil, "", "", &Error{Code: InvalidArgument,
+		Msg: fmt.Sprintf("listen on %q: unknown transport %q (want udp://, mem:// or shm://)", addr, scheme)}
 }
 
-func newEndpoint(tr transport.Transport, o options) *Endpoint {
+func newEndpoint(tr transport.Transport, scheme, target string, handlers *handlerTable, o options) *Endpoint {
 	cfg := o.engine
 	if cfg.MaxPacketSize <= 0 {
 		cfg.MaxPacketSize = 1472
@@ -102,23 +141,36 @@ func newEndpoint(tr transport.Transport, o options) *Endpoint {
 	}
 	// The wire format carries at most 64 KiB of data per packet.
 	cfg.MaxPacketSize = min(cfg.MaxPacketSize, tr.MaxDatagram(), wire.HeaderLen+0xFFFF)
+	cfg.NotServing = handlers == nil
+	if target == "" && scheme == "" {
+		target = tr.LocalAddr().String()
+	}
 	ep := &Endpoint{
 		opts:     o,
 		tr:       tr,
+		scheme:   scheme,
+		target:   target,
 		eng:      proto.New(cfg),
 		start:    time.Now(),
 		log:      o.logger,
+		handlers: handlers,
 		loopDone: make(chan struct{}),
 	}
-	ep.handlers.Store(&handlerTable{})
 	ep.workers = newWorkerPool(ep, o.workers, o.queue)
 	ep.loop.init()
+	ep.watch.init()
 	go ep.run()
 	return ep
 }
 
-// Addr is the address other endpoints dial to reach this one.
+// Addr is the endpoint's address on its transport (for UDP, the socket's;
+// for the other transports a synthetic one). Use Target to dial it.
 func (ep *Endpoint) Addr() netip.AddrPort { return ep.tr.LocalAddr() }
+
+// Target is what to pass to Dial to reach this endpoint, with its scheme:
+// "udp://127.0.0.1:31850", "mem://name", "shm:///path/to/socket". It is
+// empty for an endpoint that cannot be dialed (a client-only shm one).
+func (ep *Endpoint) Target() string { return ep.target }
 
 // now is the engine's clock: monotonic time since the endpoint started.
 func (ep *Endpoint) now() proto.Time { return proto.Time(time.Since(ep.start)) }
@@ -140,10 +192,15 @@ func (ep *Endpoint) post(c command) {
 }
 
 // enqueue queues c for the loop and wakes it if it sleeps; false if the
-// loop has stopped.
+// loop has stopped. A queue that was not empty may mean a loop held up by
+// a handler: that is checked, and logged once.
 func (ep *Endpoint) enqueue(c command) bool {
-	if !ep.cmds.push(c) {
+	waiting, ok := ep.cmds.push(c)
+	if !ok {
 		return false
+	}
+	if waiting > 1 {
+		ep.checkStall()
 	}
 	if ep.sleeping.Load() {
 		ep.tr.Wake()
@@ -159,7 +216,7 @@ func (ep *Endpoint) enqueue(c command) bool {
 // endpoint closes before the loop reaches it.
 func (ep *Endpoint) Post(fn func()) error {
 	if fn == nil {
-		return errors.New("erpc: Post of a nil function")
+		return &Error{Code: InvalidArgument, Msg: "Post of a nil function"}
 	}
 	if !ep.enqueue(command{kind: cmdFunc, fn: fn}) {
 		return errClosed
@@ -168,13 +225,20 @@ func (ep *Endpoint) Post(fn func()) error {
 }
 
 // Close stops the endpoint at once: pending calls fail with Unavailable,
-// requests being handled are abandoned (their responses are dropped), the
-// transport closes, and Close returns when every goroutine of the endpoint
-// has exited. Use Shutdown to let calls finish first.
+// requests being handled are abandoned (their responses are dropped, their
+// contexts canceled), the transport closes, and Close returns when every
+// goroutine of the endpoint has exited, running background handlers
+// included. Called from the endpoint's own loop (an inline handler or a
+// continuation), Close returns at once and the endpoint stops when that
+// handler returns. Use Shutdown to let calls finish first.
 func (ep *Endpoint) Close() error {
 	if ep.state.Swap(stateClosed) != stateClosed {
 		ep.post(command{kind: cmdStop})
 	}
+	if ep.onLoop() {
+		return nil
+	}
+	ep.checkStall()
 	<-ep.loopDone
 	return ep.closeErr
 }
@@ -182,8 +246,12 @@ func (ep *Endpoint) Close() error {
 // Shutdown stops accepting new calls and requests, waits until the calls in
 // flight (both the ones this endpoint makes and the ones it serves) have
 // completed or ctx ends, then closes the endpoint. It returns ctx's error if
-// it had to cut calls short.
+// it had to cut calls short. It cannot wait from the endpoint's own loop,
+// where it fails at once.
 func (ep *Endpoint) Shutdown(ctx context.Context) error {
+	if ep.onLoop() {
+		return errOnLoop("Shutdown", "call Close, or Shutdown from another goroutine")
+	}
 	ep.state.CompareAndSwap(stateOpen, stateDraining)
 	var err error
 	for !ep.drained() {
@@ -215,16 +283,17 @@ func (ep *Endpoint) drained() bool {
 	}
 }
 
-// Stats is a snapshot of an endpoint's protocol counters.
-type Stats = proto.Stats
-
-// Stats returns the endpoint's protocol counters and gauges.
+// Stats returns the endpoint's protocol counters and gauges. From the
+// endpoint's own loop it reads them directly.
 func (ep *Endpoint) Stats() Stats {
-	reply := make(chan Stats, 1)
+	if ep.onLoop() {
+		return statsFrom(ep.eng.Stats())
+	}
+	reply := make(chan proto.Stats, 1)
 	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.eng.Stats() }})
 	select {
 	case st := <-reply:
-		return st
+		return statsFrom(st)
 	case <-ep.loopDone:
 		return Stats{}
 	}
@@ -232,3 +301,10 @@ func (ep *Endpoint) Stats() Stats {
 
 // errClosed is the error of calls on a closed endpoint.
 var errClosed = &Error{Code: Unavailable, Msg: "endpoint closed", Cause: transport.ErrClosed}
+
+// errOnLoop is the error of a blocking call made on the endpoint's own
+// loop, which could never complete.
+func errOnLoop(what, fix string) *Error {
+	return &Error{Code: FailedPrecondition, Msg: what + " on the endpoint's own event loop (from an inline handler or a " +
+		"Session.Go continuation) would wait for that loop forever: " + fix}
+}

@@ -5,20 +5,23 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/erpc-go/erpc"
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/erpc-go/erpc"
+	_ "github.com/erpc-go/erpc/codec/protocodec" // protobuf messages in Register and Invoke
 )
 
 // The quickstart of the README, on the in-memory network.
 func Example() {
-	ep, err := erpc.Listen("mem://example-server")
+	srv := erpc.NewServer()
+	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
+		return req, nil
+	})
+	ep, err := srv.Listen("mem://example-server")
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer ep.Close()
-	ep.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
-		return req, nil
-	})
 
 	ctx := context.Background()
 	s, err := erpc.Dial(ctx, "mem://example-server")
@@ -31,28 +34,76 @@ func Example() {
 	// Output: hello <nil>
 }
 
-func ExampleInvoke() {
-	ep, _ := erpc.Listen("mem://greeter")
-	defer ep.Close()
-	erpc.Register(ep, "Greet", func(ctx context.Context, req *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
+func ExampleRegister() {
+	srv := erpc.NewServer()
+	err := erpc.Register(srv, "Greet", func(ctx context.Context, req *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
 		return wrapperspb.String("hello, " + req.GetValue()), nil
 	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ep, err := srv.Listen("mem://greeter")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ep.Close()
 
 	ctx := context.Background()
-	s, _ := erpc.Dial(ctx, "mem://greeter")
+	s, err := erpc.Dial(ctx, "mem://greeter")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 	g, err := erpc.Invoke[wrapperspb.StringValue](ctx, s, "Greet", wrapperspb.String("erpc"))
 	fmt.Println(g.GetValue(), err)
 	// Output: hello, erpc <nil>
 }
 
-func ExampleSession_Go() {
-	ep, _ := erpc.Listen("mem://async")
+// A HandleRaw handler answers with memory of the endpoint's: the fastest
+// path, with no allocation and no copy.
+func ExampleServer_HandleRaw() {
+	srv := erpc.NewServer()
+	srv.HandleRaw("Upper", func(r erpc.Request) {
+		out := r.ResponseBuffer(len(r.Data()))
+		for i, c := range r.Data() {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			out[i] = c
+		}
+		r.Respond(out)
+	})
+	ep, err := srv.Listen("mem://upper")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer ep.Close()
-	ep.Handle("Double", func(ctx context.Context, req []byte) ([]byte, error) {
+
+	ctx := context.Background()
+	s, err := erpc.Dial(ctx, "mem://upper")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	resp, err := s.Call(ctx, "Upper", []byte("loud"), nil)
+	fmt.Println(string(resp), err)
+	// Output: LOUD <nil>
+}
+
+func ExampleSession_Go() {
+	srv := erpc.NewServer()
+	srv.Handle("Double", func(ctx context.Context, req []byte) ([]byte, error) {
 		return append(req, req...), nil
 	})
-	s, _ := erpc.Dial(context.Background(), "mem://async")
+	ep, err := srv.Listen("mem://async")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ep.Close()
+	s, err := erpc.Dial(context.Background(), "mem://async")
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer s.Close()
 
 	done := make(chan string, 1) // a continuation must not block

@@ -1,6 +1,7 @@
 package erpc
 
 import (
+	"context"
 	"net/netip"
 	"runtime"
 	"time"
@@ -12,7 +13,7 @@ import (
 // loopState is the part of an Endpoint only its event loop touches.
 type loopState struct {
 	sessions   map[proto.SessionID]*Session // client sessions by engine ID
-	reqPool    []*Request
+	reqFree    []*request
 	msgs       []transport.Message
 	gone       []netip.AddrPort
 	now        proto.Time
@@ -32,6 +33,7 @@ func (l *loopState) init() {
 // queued commands until both are quiet, send, and sleep when idle.
 func (ep *Endpoint) run() {
 	defer close(ep.loopDone)
+	ep.watch.gid.Store(goroutineID())
 	if ep.opts.busyPoll {
 		ep.loop.thread.start()
 		defer ep.loop.thread.release()
@@ -115,8 +117,11 @@ func (ep *Endpoint) checkPeers(now proto.Time) {
 }
 
 // process dispatches engine events and runs queued commands until neither
-// produces more work.
+// produces more work. This is where user code runs: handlers,
+// continuations, posted functions.
 func (ep *Endpoint) process(now proto.Time) (worked bool) {
+	ep.watch.enterUser(now)
+	defer ep.watch.leaveUser()
 	for range 64 {
 		e := ep.dispatchEvents(now)
 		c := ep.runCommands(now)
@@ -150,8 +155,13 @@ func (ep *Endpoint) sleep() {
 	ep.sleeping.Store(false)
 }
 
-// flush sends what the engine has to send.
+// flush sends what the engine has to send. Commands posted meanwhile run
+// first: a call's cancel withdraws the call's packets before they are
+// read, which is what lets a canceled Call return while the loop is busy.
 func (ep *Endpoint) flush(now proto.Time) {
+	if ep.cmds.n.Load() > 0 {
+		ep.process(now)
+	}
 	pkts := ep.eng.Outgoing(now)
 	if len(pkts) == 0 {
 		return
@@ -182,8 +192,8 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 		case proto.EventRequest:
 			ep.serve(now, ev.Req)
 		case proto.EventRequestCanceled:
-			if r, ok := ev.Req.Tag().(*Request); ok {
-				r.ctx.cancel(ErrCanceled)
+			if r, ok := ev.Req.Tag().(*request); ok {
+				r.end(context.Canceled)
 			}
 		case proto.EventSessionUp:
 			if s := ep.loop.sessions[ev.Session]; s != nil {
@@ -209,13 +219,17 @@ func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
 		c := &cmds[i]
 		switch c.kind {
 		case cmdCall:
-			ep.startCall(now, c.call)
+			if c.call.state.CompareAndSwap(callQueued, callTaken) || c.call.cont != nil {
+				ep.startCall(now, c.call)
+			} else {
+				putCall(c.call) // withdrawn by its caller
+			}
 		case cmdCancel:
 			if c.call.engID != 0 {
 				ep.eng.Cancel(now, c.call.sid, c.call.engID)
 			}
 		case cmdRespond:
-			ep.respond(now, c.req)
+			ep.sendAnswer(now, c.req)
 		case cmdDial:
 			c.sess.connect(now)
 		case cmdCloseSess:
@@ -231,9 +245,10 @@ func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
 	return true
 }
 
-// stop ends the loop: it fails every call, abandons every request, closes
-// the sessions (telling servers), the workers and the transport, and fails
-// whatever is posted afterwards.
+// stop ends the loop. Nothing it waits for needs the loop: the command
+// queue closes first, so a background handler that makes a call or
+// answers meanwhile is failed or dropped at once, then the workers are
+// awaited, then the transport closes.
 func (ep *Endpoint) stop(now proto.Time) {
 	ep.state.Store(stateClosed)
 	for _, s := range ep.loop.sessions {
@@ -242,10 +257,10 @@ func (ep *Endpoint) stop(now proto.Time) {
 	ep.eng.CloseAll(now) // calls fail; running handlers see their context canceled
 	ep.process(now)
 	ep.flush(now)
-	ep.workers.stop() // waits for running background handlers to return
 	for _, c := range ep.cmds.close() {
 		ep.failCommand(c)
 	}
+	ep.workers.stop() // waits for running background handlers to return
 	if err := ep.tr.Close(); err != nil && ep.closeErr == nil {
 		ep.closeErr = err
 	}
@@ -261,5 +276,8 @@ func (ep *Endpoint) failCommand(c command) {
 		c.call.finish(nil, errClosed)
 	case cmdDial:
 		c.sess.onDown(0, errClosed)
+	case cmdRespond:
+		c.req.end(context.Canceled)
+		c.req.release(false)
 	}
 }

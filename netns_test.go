@@ -23,11 +23,24 @@ func TestLossyNetwork(t *testing.T) {
 	p.Loss(t, p.A, 0.05)
 	p.Loss(t, p.B, 0.05)
 
+	var mu sync.Mutex
+	runs := map[uint64]int{}
+	h := serverWith(t, "Tag", func(_ context.Context, req []byte) ([]byte, error) {
+		id := binary.LittleEndian.Uint64(req)
+		mu.Lock()
+		runs[id]++
+		mu.Unlock()
+		return append([]byte("ok:"), req[:8]...), nil
+	})
 	var srv, cli *erpc.Endpoint
-	listen := func(ns string, addr string, out **erpc.Endpoint) {
+	listen := func(ns string, srv *erpc.Server, addr string, out **erpc.Endpoint) {
 		t.Helper()
 		err := testnet.In(ns, func() (err error) {
-			*out, err = erpc.Listen(addr)
+			if srv == nil {
+				*out, err = erpc.Listen(addr)
+			} else {
+				*out, err = srv.Listen(addr)
+			}
 			return err
 		})
 		if err != nil {
@@ -35,18 +48,8 @@ func TestLossyNetwork(t *testing.T) {
 		}
 		t.Cleanup(func() { (*out).Close() })
 	}
-	listen(p.A, net.JoinHostPort(p.AddrA.String(), "0"), &srv)
-	listen(p.B, net.JoinHostPort(p.AddrB.String(), "0"), &cli)
-
-	var mu sync.Mutex
-	runs := map[uint64]int{}
-	srv.Handle("Tag", func(_ context.Context, req []byte) ([]byte, error) {
-		id := binary.LittleEndian.Uint64(req)
-		mu.Lock()
-		runs[id]++
-		mu.Unlock()
-		return append([]byte("ok:"), req[:8]...), nil
-	})
+	listen(p.A, h, net.JoinHostPort(p.AddrA.String(), "0"), &srv)
+	listen(p.B, nil, net.JoinHostPort(p.AddrB.String(), "0"), &cli)
 	s, err := cli.Dial(context.Background(), srv.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package erpc
 
 import (
 	"log/slog"
-	"runtime"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
@@ -14,29 +13,26 @@ type Option func(*options)
 
 type options struct {
 	logger    *slog.Logger
-	loss      float64
 	transport transport.Transport
 	busyPoll  bool
 	spin      time.Duration // the spin window's floor
 	spinMax   time.Duration // and its ceiling: equal for a fixed window
-	workers   int
+	workers   int           // fixed background workers; 0: elastic
 	queue     int
 	engine    proto.Config
 	sockBuf   int
+	stall     time.Duration // a loop held this long by one handler is logged
 }
 
 func defaultOptions() options {
-	return options{spin: minSpin, spinMax: maxSpin}
+	return options{spin: minSpin, spinMax: maxSpin, stall: time.Second}
 }
 
 func (o *options) resolve() {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	if o.workers <= 0 {
-		o.workers = runtime.GOMAXPROCS(0)
-	}
-	if o.queue <= 0 {
+	if o.workers > 0 && o.queue <= 0 {
 		o.queue = 2 * o.workers // JBSQ(2): a running and a waiting request per worker
 	}
 }
@@ -80,14 +76,18 @@ func WithBusyPoll(spin time.Duration) Option {
 // with GOMAXPROCS 1 should fix a short spin.
 func WithSpin(d time.Duration) Option { return func(o *options) { o.spin, o.spinMax = d, d } }
 
-// WithWorkers sets the number of goroutines that run background handlers.
-// Default GOMAXPROCS.
+// WithWorkers runs background handlers on a fixed pool of n goroutines
+// fed by one bounded queue (NEBULA's single queue; see WithQueueDepth),
+// instead of the default, which runs each background request at once on a
+// goroutine of its own (reused), bounded only by WithMaxHeldRequests. A
+// fixed pool suits CPU-bound handlers: more of them running at once than
+// there are cores only adds queueing inside the Go scheduler.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
 
-// WithQueueDepth bounds the background handlers' shared queue. A request
-// that finds it full is refused at once (the client gets ResourceExhausted)
-// instead of waiting behind work that would make it late (NEBULA).
-// Default 2 x workers.
+// WithQueueDepth bounds the fixed worker pool's shared queue (WithWorkers).
+// A request that finds it full is refused at once (the client gets
+// ResourceExhausted) instead of waiting behind work that would make it
+// late (NEBULA). Default 2 x workers.
 func WithQueueDepth(n int) Option { return func(o *options) { o.queue = n } }
 
 // WithWindow sets the number of concurrent requests per session (default
@@ -112,8 +112,9 @@ func WithFailureTimeout(d time.Duration) Option {
 }
 
 // WithKeepalive sets how often idle client sessions ping their server
-// (default 5 s), and how long a server keeps a silent session (idle, six
-// times that by default).
+// (default 5 s), and how long a server keeps a session it hears nothing
+// from (default 30 s; it must exceed the clients' interval). Zero keeps a
+// default.
 func WithKeepalive(interval, idle time.Duration) Option {
 	return func(o *options) { o.engine.KeepaliveInterval, o.engine.IdleTimeout = interval, idle }
 }
@@ -123,10 +124,19 @@ func WithKeepalive(interval, idle time.Duration) Option {
 // requests are refused at once with ResourceExhausted.
 func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxHeldRequests = n } }
 
+// WithMaxHeldBytes bounds the memory a server holds for its clients: the
+// requests being received or handled, and the responses it keeps until
+// their client has them (which is what lets it answer a retransmission
+// without running the handler again), counted by the capacity of their
+// buffers. Default 256 MiB. Beyond it new requests are refused at once
+// with ResourceExhausted.
+func WithMaxHeldBytes(n int) Option { return func(o *options) { o.engine.MaxHeldBytes = n } }
+
+// WithStallLog sets how long one handler or continuation may hold the
+// event loop before the endpoint logs it (once per stall, with the
+// method's name): every other call of the endpoint waits meanwhile.
+// Default 1 s; a negative value turns the log off.
+func WithStallLog(d time.Duration) Option { return func(o *options) { o.stall = d } }
+
 // WithSocketBuffer sets the UDP socket buffers (default 8 MiB).
 func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } }
-
-// WithPacketLoss makes the endpoint drop each datagram it sends with
-// probability p, for tests and benchmarks of loss recovery on networks that
-// never drop (eRPC's fault injection). Never use it in production.
-func WithPacketLoss(p float64) Option { return func(o *options) { o.loss = p } }

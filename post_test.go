@@ -15,14 +15,11 @@ import (
 // goroutine run in order, and Post after Close refuses.
 func TestPostRunsOnLoop(t *testing.T) {
 	n := newMemNet()
-	ep := n.Listen(t)
 	shared := 0 // touched only on ep's loop
-	if err := ep.Handle("inc", func(context.Context, []byte) ([]byte, error) {
+	ep := n.Listen(t, serverWith(t, "inc", func(context.Context, []byte) ([]byte, error) {
 		shared++
 		return nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	}))
 	s, err := ep.Dial(context.Background(), n.Target(ep))
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,7 @@ const (
 type command struct {
 	kind cmdKind
 	call *call
-	req  *Request
+	req  *request
 	sess *Session
 	fn   func()
 }
@@ -38,17 +38,17 @@ type cmdQueue struct {
 	n      atomic.Int32 // commands queued; read by the loop without the lock
 }
 
-// push queues c, or reports false if the loop has stopped.
-func (q *cmdQueue) push(c command) bool {
+// push queues c and returns how many commands wait now, or reports false
+// if the loop has stopped.
+func (q *cmdQueue) push(c command) (waiting int32, ok bool) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
-		return false
+		return 0, false
 	}
 	q.buf = append(q.buf, c)
 	q.mu.Unlock()
-	q.n.Add(1)
-	return true
+	return q.n.Add(1), true
 }
 
 // close refuses further commands and returns those still queued.

@@ -2,9 +2,12 @@ package erpc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/netip"
-	"strings"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,16 +43,20 @@ type Session struct {
 	nextAttempt proto.Time
 }
 
-// Dial opens a session from ep to the endpoint at target (an address in the
-// form Listen takes: "host:port", "udp://host:port", "mem://name"), and
-// waits until the server accepts it or ctx ends.
+// Dial opens a session from ep to the endpoint at target, in the form
+// Listen takes, of the same transport as ep ("host:port" or
+// "udp://host:port", "mem://name", "shm:///path/to/socket"; an endpoint's
+// Target gives it), and waits until the server accepts it or ctx ends.
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
+	if ep.onLoop() {
+		return nil, errOnLoop("Dial", "dial before serving, from a Background handler, or from another goroutine")
+	}
 	if ep.state.Load() != stateOpen {
 		return nil, errClosed
 	}
 	addr, err := ep.resolve(target)
 	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: "resolve " + target + ": " + err.Error(), Cause: err}
+		return nil, err
 	}
 	s := &Session{ep: ep, target: target, addr: addr, first: make(chan struct{})}
 	ep.post(command{kind: cmdDial, sess: s})
@@ -65,13 +72,18 @@ func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	}
 }
 
-// Dial opens a client endpoint on an ephemeral UDP port (or the transport
-// named by target's scheme) and a session to target: the shortest way to
-// a client. Closing the session closes the endpoint.
+// Dial opens a client endpoint on an ephemeral port of the transport
+// target's scheme names (UDP if none) and a session to target: the
+// shortest way to a client. Closing the session closes the endpoint.
 func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
+	scheme, _ := splitTarget(target)
 	local := "udp://:0"
-	if scheme, _, ok := strings.Cut(target, "://"); ok && scheme != "udp" {
+	switch scheme {
+	case "udp":
+	case "mem", "shm":
 		local = scheme + "://"
+	default:
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: unknown transport %q (want udp://, mem:// or shm://)", target, scheme)}
 	}
 	ep, err := Listen(local, opt...)
 	if err != nil {
@@ -86,17 +98,44 @@ func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
 	return s, nil
 }
 
-// resolve turns a target into the transport's address form.
+// resolve checks target and turns it into the transport's address form.
+// Mistakes a hurried user makes fail here at once, naming the target,
+// rather than after a connect timeout.
 func (ep *Endpoint) resolve(target string) (netip.AddrPort, error) {
-	if _, rest, ok := strings.Cut(target, "://"); ok {
-		target = rest
+	bad := func(format string, args ...any) error {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: ", target) + fmt.Sprintf(format, args...)}
 	}
+	scheme, rest := splitTarget(target)
+	switch {
+	case target == "":
+		return netip.AddrPort{}, bad("empty target (want host:port, mem://name or shm:///path)")
+	case ep.scheme != "" && scheme != ep.scheme:
+		return netip.AddrPort{}, bad("this endpoint speaks %s://, not %s://: dial from an endpoint of that transport (erpc.Dial opens one)", ep.scheme, scheme)
+	case rest == "":
+		return netip.AddrPort{}, bad("no address after %s://", scheme)
+	case ep.scheme == "udp":
+		host, port, err := net.SplitHostPort(rest)
+		if err != nil || host == "" || port == "0" || port == "" {
+			return netip.AddrPort{}, bad("want host:port with a host and a nonzero port")
+		}
+	case ep.scheme == "shm":
+		if _, err := os.Stat(rest); err != nil {
+			return netip.AddrPort{}, &Error{Code: Unavailable, Msg: fmt.Sprintf("dial %q: no endpoint listens there: %v", target, err), Cause: err}
+		}
+	}
+	var addr netip.AddrPort
+	var err error
 	if r, ok := ep.tr.(interface {
 		Resolve(string) (netip.AddrPort, error)
 	}); ok {
-		return r.Resolve(target)
+		addr, err = r.Resolve(rest)
+	} else {
+		addr, err = netip.ParseAddrPort(rest)
 	}
-	return netip.ParseAddrPort(target)
+	if err != nil {
+		return addr, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: %v", target, err), Cause: err}
+	}
+	return addr, nil
 }
 
 // Addr is the server's address.
@@ -107,9 +146,17 @@ func (s *Session) Endpoint() *Endpoint { return s.ep }
 
 // Close ends the session: its pending calls fail with Unavailable and the
 // server is told. A session made by the package-level Dial also closes its
-// endpoint.
+// endpoint. It may be called from anywhere, the endpoint's own loop
+// included.
 func (s *Session) Close() error {
 	if s.closed.Swap(true) {
+		return nil
+	}
+	if s.ep.onLoop() {
+		s.closeOnLoop(s.ep.loop.now)
+		if s.ownsEndpoint {
+			return s.ep.Close()
+		}
 		return nil
 	}
 	done := make(chan struct{})
@@ -166,7 +213,15 @@ func (s *Session) onDown(now proto.Time, err error) {
 		s.nextAttempt = now.Add(d)
 	}
 	s.firstOnce.Do(func() {
-		s.firstErr = engineError(err)
+		e := engineError(err)
+		msg := e.Msg
+		switch {
+		case errors.Is(err, proto.ErrPeerGone):
+			msg = "no endpoint accepts connections there"
+		case errors.Is(err, proto.ErrConnectTimeout):
+			msg = "no answer within the failure timeout: nothing listens there, or the network drops what we send"
+		}
+		s.firstErr = &Error{Code: e.Code, Msg: fmt.Sprintf("dial %q: %s", s.target, msg), Cause: e.Cause}
 		close(s.first)
 	})
 }

@@ -106,15 +106,40 @@ func CodeOf(err error) Code {
 
 // engineError turns an engine failure into a status error.
 func engineError(err error) *Error {
+	var size *proto.SizeError
 	switch {
+	case errors.As(err, &size):
+		return &Error{Code: InvalidArgument, Msg: size.Error(), Cause: err}
 	case errors.Is(err, proto.ErrOverloaded):
-		return &Error{Code: ResourceExhausted, Msg: "server refused the request (queue full)", Cause: err}
-	case errors.Is(err, proto.ErrMsgTooLarge):
-		return &Error{Code: InvalidArgument, Msg: "message larger than the session allows", Cause: err}
+		return &Error{Code: ResourceExhausted, Msg: "the server refused the request: it holds all the requests it can (retry later)", Cause: err}
 	case errors.Is(err, proto.ErrCanceled):
 		return &Error{Code: Canceled, Msg: "call canceled", Cause: context.Canceled}
+	case errors.Is(err, proto.ErrNotServing):
+		return &Error{Code: Unimplemented, Msg: err.Error(), Cause: err}
 	}
 	return &Error{Code: Unavailable, Msg: err.Error(), Cause: err}
+}
+
+// callError is the error of call c: the engine's failure err, or else the
+// status a handler answered with, whose message is the response msg.
+func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Error {
+	if err != nil {
+		e := engineError(err)
+		if e.Code == Unavailable {
+			e.Msg = fmt.Sprintf("call %q to %s: %s", c.method, c.sess.target, e.Msg)
+		}
+		return e
+	}
+	code := Code(status)
+	switch {
+	case code == Unimplemented && len(msg) == 0:
+		return &Error{Code: code, Msg: fmt.Sprintf("the server at %s has no method %q", c.sess.target, c.method)}
+	case code == DeadlineExceeded: // the server's handler saw the deadline pass first
+		return &Error{Code: code, Msg: string(msg), Cause: context.DeadlineExceeded}
+	case code == Canceled:
+		return &Error{Code: code, Msg: string(msg), Cause: context.Canceled}
+	}
+	return &Error{Code: code, Msg: string(msg)}
 }
 
 // contextError turns a done context into the status error of the call it

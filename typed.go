@@ -2,31 +2,42 @@ package erpc
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/erpc-go/erpc/codec"
 )
 
-// Register registers a typed handler: requests are decoded into a new
+// Register registers a typed handler on s: requests are decoded into a new
 // *Req, and the *Resp it returns is encoded, with the codec the types call
-// for (see package codec). A request that does not decode is answered with
+// for (see package codec; protobuf messages need codec/protocodec
+// imported). A request that does not decode is answered with
 // InvalidArgument.
 //
-//	erpc.Register(ep, "Add", func(ctx context.Context, req *AddReq) (*AddResp, error) {
+//	err := erpc.Register(srv, "Add", func(ctx context.Context, req *AddReq) (*AddResp, error) {
 //		return &AddResp{Sum: req.A + req.B}, nil
 //	})
-func Register[Req, Resp any](ep *Endpoint, method string, fn func(ctx context.Context, req *Req) (*Resp, error), opts ...HandlerOption) error {
+//
+// Where the codec names its types (protobuf), the method's ID on the wire
+// includes the request and response type names: a client calling with
+// other types gets Unimplemented, naming the types, instead of a message
+// decoded into the wrong type. Raw callers (Session.Call) reach it by its
+// name as usual.
+func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Context, req *Req) (*Resp, error), opts ...HandlerOption) error {
+	if fn == nil {
+		return s.HandleRaw(method, nil, opts...)
+	}
 	reqCodec, err := codec.For(any(new(Req)))
 	if err != nil {
-		return err
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: request type: %v", method, err), Cause: err}
 	}
 	respCodec, err := codec.For(any(new(Resp)))
 	if err != nil {
-		return err
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: response type: %v", method, err), Cause: err}
 	}
-	return ep.register(method, func(r *Request) {
+	h := &handler{name: method, run: func(r Request) {
 		req := new(Req)
 		if err := reqCodec.Unmarshal(r.Data(), req); err != nil {
-			r.RespondError(Errorf(InvalidArgument, "decode %s request: %v", reqCodec.Name(), err))
+			r.RespondError(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err))
 			return
 		}
 		resp, err := fn(r.Context(), req)
@@ -37,13 +48,21 @@ func Register[Req, Resp any](ep *Endpoint, method string, fn func(ctx context.Co
 		if resp == nil {
 			resp = new(Resp)
 		}
-		b, err := respCodec.Marshal(nil, resp)
+		var buf []byte
+		if sz, ok := respCodec.(codec.Sizer); ok {
+			buf = r.ResponseBuffer(sz.Size(resp))[:0]
+		}
+		b, err := respCodec.Marshal(buf, resp)
 		if err != nil {
-			r.RespondError(Errorf(Internal, "encode %s response: %v", respCodec.Name(), err))
+			r.RespondError(Errorf(Internal, "encode the %s response of %q: %v", respCodec.Name(), method, err))
 			return
 		}
-		r.Respond(b)
-	}, opts)
+		r.respondOwned(b) // the codec's output: ours, no copy needed
+	}}
+	for _, o := range opts {
+		o(h)
+	}
+	return s.register(h, typedID(method, reqCodec, new(Req), respCodec, new(Resp)))
 }
 
 // Invoke calls a typed method: it encodes req, makes the call as
@@ -53,23 +72,45 @@ func Register[Req, Resp any](ep *Endpoint, method string, fn func(ctx context.Co
 func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *Req) (*Resp, error) {
 	reqCodec, err := codec.For(any(req))
 	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: err.Error(), Cause: err}
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: request type: %v", method, err), Cause: err}
 	}
 	resp := new(Resp)
 	respCodec, err := codec.For(any(resp))
 	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: err.Error(), Cause: err}
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: response type: %v", method, err), Cause: err}
 	}
 	b, err := reqCodec.Marshal(nil, req)
 	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: "encode request: " + err.Error(), Cause: err}
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
 	}
-	data, err := s.Call(ctx, method, b, nil)
+	id := typedID(method, reqCodec, req, respCodec, resp)
+	data, err := s.call(ctx, method, id, b, nil)
 	if err != nil {
+		if e, ok := err.(*Error); ok && e.Code == Unimplemented && id != methodID(method) {
+			e.Msg += fmt.Sprintf(" taking %s and returning %s (a method of that name with other types does not match)",
+				typeName(reqCodec, req), typeName(respCodec, resp))
+		}
 		return nil, err
 	}
 	if err := respCodec.Unmarshal(data, resp); err != nil {
-		return nil, &Error{Code: Internal, Msg: "decode response: " + err.Error(), Cause: err}
+		return nil, &Error{Code: Internal, Msg: fmt.Sprintf("call %q: decode the response: %v", method, err), Cause: err}
 	}
 	return resp, nil
+}
+
+// typedID is a typed method's ID on the wire: its name's, plus its types'
+// names where the codecs give them.
+func typedID(method string, reqCodec codec.Codec, req any, respCodec codec.Codec, resp any) uint32 {
+	rq, rs := typeName(reqCodec, req), typeName(respCodec, resp)
+	if rq == "" && rs == "" {
+		return methodID(method)
+	}
+	return methodID(method + "\x00" + rq + "\x00" + rs)
+}
+
+func typeName(c codec.Codec, v any) string {
+	if n, ok := c.(codec.TypeNamer); ok {
+		return n.TypeName(v)
+	}
+	return ""
 }

@@ -3,61 +3,112 @@ package erpc
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
-// workerPool runs background handlers. All workers take requests from one
-// bounded queue (NEBULA's single queue, which balances load better than a
-// queue per worker); its depth bounds the waiting, so a request that would
-// wait behind more than about two per worker is refused at once instead.
+// workerPool runs background handlers, in one of two ways:
+//
+//   - elastic (the default): each request runs at once on an idle worker
+//     goroutine, or a new one; the number running is bounded only by the
+//     engine's bound on held requests, beyond which the engine refuses
+//     requests itself. Idle workers exit after a while.
+//   - fixed (WithWorkers): n workers take requests from one bounded queue
+//     (NEBULA's single queue, which balances load better than a queue per
+//     worker); a request that finds the queue full is refused at once.
 type workerPool struct {
 	ep      *Endpoint
-	n       int
-	q       chan *Request
-	once    sync.Once
-	started atomic.Bool
+	fixed   bool
+	q       chan Request
+	busy    atomic.Int32 // handlers running or queued
+	mu      sync.Mutex
+	stopped bool
 	wg      sync.WaitGroup
-	busy    atomic.Int32
 }
 
-func newWorkerPool(ep *Endpoint, n, depth int) *workerPool {
-	return &workerPool{ep: ep, n: n, q: make(chan *Request, depth)}
-}
+// workerIdle is how long an elastic worker waits for work before it exits.
+const workerIdle = 10 * time.Second
 
-// start launches the workers, the first time a background handler is
-// registered: an endpoint that only makes calls runs none.
-func (p *workerPool) start() {
-	p.once.Do(func() {
-		p.started.Store(true)
-		for range p.n {
-			p.wg.Go(p.work)
+func newWorkerPool(ep *Endpoint, fixed, depth int) *workerPool {
+	p := &workerPool{ep: ep}
+	if fixed > 0 {
+		p.fixed = true
+		p.q = make(chan Request, depth)
+		for range fixed {
+			p.wg.Go(p.fixedWorker)
 		}
-	})
+		return p
+	}
+	p.q = make(chan Request) // a hand-off to a waiting worker
+	return p
 }
 
-func (p *workerPool) work() {
-	for r := range p.q {
-		p.busy.Add(1)
-		p.ep.runHandler(r)
+// submit hands q to a worker, or reports false if the pool is full (fixed)
+// or stopped. It is called by the loop only.
+func (p *workerPool) submit(q Request) bool {
+	p.busy.Add(1)
+	select {
+	case p.q <- q:
+		return true
+	default:
+	}
+	if p.fixed || !p.spawn(q) {
 		p.busy.Add(-1)
+		return false
+	}
+	return true
+}
+
+// spawn starts an elastic worker with q as its first request.
+func (p *workerPool) spawn(q Request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return false
+	}
+	p.wg.Go(func() { p.elasticWorker(q) })
+	return true
+}
+
+func (p *workerPool) run(q Request) {
+	p.ep.runHandler(q)
+	q.r.release(false)
+	p.busy.Add(-1)
+}
+
+func (p *workerPool) fixedWorker() {
+	for q := range p.q {
+		p.run(q)
 	}
 }
 
-// submit queues r for a worker, or reports false if the queue is full.
-func (p *workerPool) submit(r *Request) bool {
-	select {
-	case p.q <- r:
-		return true
-	default:
-		return false
+func (p *workerPool) elasticWorker(q Request) {
+	p.run(q)
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		select {
+		case q, ok := <-p.q:
+			if !ok {
+				return
+			}
+			p.run(q)
+			t.Reset(workerIdle)
+		case <-t.C:
+			return
+		}
 	}
 }
 
 // idle reports whether no background handler is queued or running.
-func (p *workerPool) idle() bool { return len(p.q) == 0 && p.busy.Load() == 0 }
+func (p *workerPool) idle() bool { return p.busy.Load() == 0 }
 
-// stop lets the workers finish what they have and waits for them.
+// stop lets the workers finish what they have and waits for them. Their
+// handlers may still make calls and answer: the endpoint fails those at
+// once, so this never waits on the loop.
 func (p *workerPool) stop() {
-	p.once.Do(func() {}) // no start after stop
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
 	close(p.q)
 	p.wg.Wait()
 }

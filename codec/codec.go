@@ -2,18 +2,21 @@
 // (erpc.Register and erpc.Invoke). The codec is chosen by the message type:
 //
 //   - *[]byte: Raw, the bytes themselves;
-//   - a protobuf message (proto.Message): Proto;
-//   - a type with MarshalBinary and UnmarshalBinary: Binary.
+//   - a type with MarshalBinary (or AppendBinary) and UnmarshalBinary:
+//     Binary;
+//   - a protobuf message: the codec of package codec/protocodec, once a
+//     program imports it (generated erpc stubs do);
+//   - anything a codec added with Register accepts.
 //
-// The core of erpc moves []byte only; codecs sit on top, so the raw path
-// never pays for them.
+// This package needs only the standard library, so erpc's core depends on
+// no serialization library; the raw path never pays for codecs at all.
 package codec
 
 import (
 	"encoding"
 	"fmt"
-
-	"google.golang.org/protobuf/proto"
+	"reflect"
+	"sync"
 )
 
 // Codec marshals and unmarshals one kind of message.
@@ -25,20 +28,60 @@ type Codec interface {
 	Unmarshal(data []byte, v any) error
 }
 
+// TypeNamer is implemented by codecs whose messages have a name that is the
+// same in every program that uses them, such as a protobuf message's full
+// name. The typed API puts the names of a method's request and response
+// types into the method's ID on the wire, so a client and a server that
+// disagree on them get an error instead of a message decoded into the
+// wrong type.
+type TypeNamer interface {
+	TypeName(v any) string
+}
+
+// Sizer is implemented by codecs that can tell a message's encoded size
+// cheaply, so the typed API can encode it straight into the response's
+// buffer.
+type Sizer interface {
+	Size(v any) int
+}
+
+var (
+	regMu sync.RWMutex
+	reg   []func(v any) (Codec, bool)
+)
+
+// Register adds a codec for the message types match accepts. Codecs added
+// later are tried first; the built-in ones (Raw, Binary) last.
+func Register(match func(v any) (Codec, bool)) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	reg = append(reg, match)
+}
+
 // For returns the codec for messages like v, a pointer to a message type.
 func For(v any) (Codec, error) {
+	regMu.RLock()
+	for i := len(reg) - 1; i >= 0; i-- {
+		if c, ok := reg[i](v); ok {
+			regMu.RUnlock()
+			return c, nil
+		}
+	}
+	regMu.RUnlock()
 	switch v.(type) {
 	case *[]byte:
 		return Raw{}, nil
-	case proto.Message:
-		return Proto{}, nil
 	case interface {
 		encoding.BinaryMarshaler
 		encoding.BinaryUnmarshaler
 	}:
 		return Binary{}, nil
 	}
-	return nil, fmt.Errorf("codec: no codec for %T: use *[]byte, a protobuf message, or a type with MarshalBinary and UnmarshalBinary", v)
+	if _, ok := reflect.TypeOf(v).MethodByName("ProtoReflect"); ok {
+		return nil, fmt.Errorf("codec: %T is a protobuf message: import github.com/erpc-go/erpc/codec/protocodec to encode it", v)
+	}
+	return nil, fmt.Errorf("codec: no codec for %T: use *[]byte, a type with MarshalBinary and UnmarshalBinary, "+
+		"a protobuf message (with codec/protocodec), or Register one", v)
 }
 
 // Raw passes *[]byte through.
@@ -61,27 +104,6 @@ func (Raw) Unmarshal(data []byte, v any) error {
 	}
 	*p = append((*p)[:0], data...)
 	return nil
-}
-
-// Proto encodes protobuf messages.
-type Proto struct{}
-
-func (Proto) Name() string { return "proto" }
-
-func (Proto) Marshal(b []byte, v any) ([]byte, error) {
-	m, ok := v.(proto.Message)
-	if !ok {
-		return nil, fmt.Errorf("codec: proto needs a proto.Message, got %T", v)
-	}
-	return proto.MarshalOptions{}.MarshalAppend(b, m)
-}
-
-func (Proto) Unmarshal(data []byte, v any) error {
-	m, ok := v.(proto.Message)
-	if !ok {
-		return fmt.Errorf("codec: proto needs a proto.Message, got %T", v)
-	}
-	return proto.Unmarshal(data, m)
 }
 
 // Binary uses the type's MarshalBinary (or AppendBinary) and

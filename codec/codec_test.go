@@ -1,11 +1,15 @@
-package codec
+package codec_test
 
 import (
 	"bytes"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	. "github.com/erpc-go/erpc/codec"
+	"github.com/erpc-go/erpc/codec/protocodec"
 )
 
 func TestForAndRoundTrip(t *testing.T) {
@@ -40,7 +44,24 @@ func TestForAndRoundTrip(t *testing.T) {
 	if _, err := For(new(struct{ X int })); err == nil {
 		t.Fatal("For accepted a type no codec handles")
 	}
-	if err := (Proto{}).Unmarshal([]byte{0xff, 0xff}, new(wrapperspb.StringValue)); err == nil {
+	if err := (protocodec.Codec{}).Unmarshal([]byte{0xff, 0xff}, new(wrapperspb.StringValue)); err == nil {
 		t.Fatal("proto accepted garbage")
 	}
+	if n := (protocodec.Codec{}).TypeName(msg); n != "google.protobuf.StringValue" {
+		t.Fatalf("type name %q", n)
+	}
 }
+
+// TestProtoNeedsItsPackage: without codec/protocodec, a protobuf message
+// gets an error that names the package to import. (This test binary
+// imports it, so the check runs on a type that only looks like a message.)
+func TestProtoNeedsItsPackage(t *testing.T) {
+	_, err := For(new(lookalike))
+	if err == nil || !strings.Contains(err.Error(), "codec/protocodec") {
+		t.Fatalf("For(a protobuf-like type) = %v, want an error naming codec/protocodec", err)
+	}
+}
+
+type lookalike struct{}
+
+func (*lookalike) ProtoReflect() {}

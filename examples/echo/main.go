@@ -15,21 +15,22 @@ import (
 )
 
 func main() {
-	// The server: one endpoint, one handler.
-	srv, err := erpc.Listen("127.0.0.1:0")
-	check(err)
-	defer srv.Close()
+	// The server: handlers first, then an endpoint that serves them.
+	srv := erpc.NewServer()
 	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
-		return req, nil
+		return req, nil // the endpoint keeps req as the response: no copy
 	})
+	ep, err := srv.Listen("127.0.0.1:0")
+	check(err)
+	defer ep.Close()
 
 	// The client: a session to the server.
 	ctx := context.Background()
-	s, err := erpc.Dial(ctx, srv.Addr().String())
+	s, err := erpc.Dial(ctx, ep.Target())
 	check(err)
 	defer s.Close()
 
-	fmt.Printf("erpc echo over UDP loopback (%s), one call in flight\n", srv.Addr())
+	fmt.Printf("erpc echo over UDP loopback (%s), one call in flight\n", ep.Target())
 	fmt.Printf("%10s %7s %10s %10s %10s %10s\n", "size", "calls", "p50", "p99", "max", "MB/s")
 	for _, size := range []struct{ bytes, calls int }{
 		{32, 5000}, {1 << 10, 5000}, {16 << 10, 1000}, {256 << 10, 100}, {1 << 20, 30}, {8 << 20, 5},

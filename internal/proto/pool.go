@@ -25,6 +25,11 @@ import (
 // minClassBytes is the smallest buffer the pool hands out.
 const minClassBytes = 64
 
+// BufferCap is the capacity of the pool buffer that holds n bytes: memory
+// of that capacity that a driver hands to Respond can be reused by the
+// pool afterwards.
+func BufferCap(n int) int { return classCap(n) }
+
 // classCap is the capacity of the pool buffer that holds n bytes.
 func classCap(n int) int {
 	if n <= minClassBytes {

@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/wire"
@@ -121,6 +122,14 @@ func (h ReqHandle) Session() SessionID {
 		return r.sess.id()
 	}
 	return 0
+}
+
+// Peer is the address of the client that sent the request.
+func (h ReqHandle) Peer() netip.AddrPort {
+	if r := h.live(); r != nil && r.sess != nil {
+		return r.sess.peer
+	}
+	return netip.AddrPort{}
 }
 
 // Deadline is the client's deadline for the request, on the engine's

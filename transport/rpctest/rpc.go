@@ -18,8 +18,9 @@ import (
 
 // Net makes endpoints that reach each other over one kind of transport.
 type Net interface {
-	// Listen opens an endpoint; the test closes it.
-	Listen(t *testing.T, opts ...erpc.Option) *erpc.Endpoint
+	// Listen opens an endpoint serving srv, or only making calls if srv
+	// is nil; the test closes it.
+	Listen(t *testing.T, srv *erpc.Server, opts ...erpc.Option) *erpc.Endpoint
 	// Target is the address to dial ep at.
 	Target(ep *erpc.Endpoint) string
 }
@@ -36,23 +37,26 @@ func RunRPC(t *testing.T, n Net) {
 	t.Run("CloseClient", func(t *testing.T) { testCloseClient(t, n) })
 }
 
-// echoServer serves "Echo" (inline) and "Slow" (background, waits for its
-// context or 10 s).
+// echoServer serves "Echo" (inline, answering with the request's own
+// buffer, as the documentation's echo does) and "Slow" (background, waits
+// for its context or 10 s).
 func echoServer(t *testing.T, n Net, opts ...erpc.Option) *erpc.Endpoint {
-	srv := n.Listen(t, opts...)
+	srv := erpc.NewServer()
 	if err := srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) {
-		return bytes.Clone(req), nil
+		return req, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
-	srv.Handle("Slow", func(ctx context.Context, req []byte) ([]byte, error) {
+	if err := srv.Handle("Slow", func(ctx context.Context, req []byte) ([]byte, error) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(10 * time.Second):
 		}
 		return req, nil
-	}, erpc.Background())
-	return srv
+	}, erpc.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return n.Listen(t, srv, opts...)
 }
 
 func dial(t *testing.T, n Net, cli, srv *erpc.Endpoint) *erpc.Session {
@@ -90,7 +94,7 @@ func randomBytes(r *rand.Rand, n int) []byte {
 
 func testEchoSizes(t *testing.T, n Net) {
 	srv := echoServer(t, n)
-	s := dial(t, n, n.Listen(t), srv)
+	s := dial(t, n, n.Listen(t, nil), srv)
 	r := rand.New(rand.NewPCG(1, 2))
 	sizes := []int{0, 1, 32, 1400, 1500, 4096, 65536, 1 << 20, 8 << 20}
 	for range 12 {
@@ -103,7 +107,7 @@ func testEchoSizes(t *testing.T, n Net) {
 
 func testManySessions(t *testing.T, n Net) {
 	srv := echoServer(t, n)
-	cli := n.Listen(t)
+	cli := n.Listen(t, nil)
 	const sessions = 50
 	var wg sync.WaitGroup
 	errs := make(chan error, sessions)
@@ -129,7 +133,7 @@ func testManySessions(t *testing.T, n Net) {
 
 func testConcurrency(t *testing.T, n Net) {
 	srv := echoServer(t, n)
-	s := dial(t, n, n.Listen(t), srv)
+	s := dial(t, n, n.Listen(t, nil), srv)
 	const goroutines, calls = 32, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
@@ -158,7 +162,7 @@ func testConcurrency(t *testing.T, n Net) {
 func testIdle(t *testing.T, n Net) {
 	opts := []erpc.Option{erpc.WithKeepalive(20*time.Millisecond, 100*time.Millisecond)}
 	srv := echoServer(t, n, opts...)
-	cli := n.Listen(t, opts...)
+	cli := n.Listen(t, nil, opts...)
 	var ss []*erpc.Session
 	for range 5 {
 		ss = append(ss, dial(t, n, cli, srv))
@@ -177,7 +181,7 @@ func testIdle(t *testing.T, n Net) {
 
 func testCloseServer(t *testing.T, n Net) {
 	srv := echoServer(t, n)
-	cli := n.Listen(t, erpc.WithFailureTimeout(300*time.Millisecond))
+	cli := n.Listen(t, nil, erpc.WithFailureTimeout(300*time.Millisecond))
 	s := dial(t, n, cli, srv)
 	echo(t, s, []byte("before"))
 	done := make(chan error, 1)
@@ -201,7 +205,7 @@ func testCloseServer(t *testing.T, n Net) {
 
 func testCloseClient(t *testing.T, n Net) {
 	srv := echoServer(t, n)
-	cli := n.Listen(t)
+	cli := n.Listen(t, nil)
 	s := dial(t, n, cli, srv)
 	done := make(chan error, 1)
 	go func() {

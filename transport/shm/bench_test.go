@@ -102,16 +102,17 @@ func BenchmarkCall(b *testing.B) {
 // client's session; the endpoints close when b ends.
 func echoPair(b *testing.B, opts ...erpc.Option) *erpc.Session {
 	path := filepath.Join(sockDir(b), "srv.sock")
-	srv, err := erpc.Listen("shm://"+path, opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.Close() })
-	srv.HandleRaw("Echo", func(r *erpc.Request) {
+	h := erpc.NewServer()
+	h.HandleRaw("Echo", func(r erpc.Request) {
 		out := r.ResponseBuffer(len(r.Data()))
 		copy(out, r.Data())
 		r.Respond(out)
 	})
+	srv, err := h.Listen("shm://"+path, opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { srv.Close() })
 	cli, err := erpc.Listen("shm://", opts...)
 	if err != nil {
 		b.Fatal(err)

@@ -4,7 +4,6 @@ package shm_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"net/netip"
@@ -39,18 +38,19 @@ func TestHelperServer(t *testing.T) {
 		rawEcho(t, path)
 		return
 	}
-	ep, err := erpc.Listen("shm://" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return bytes.Clone(req), nil })
-	ep.Handle("Slow", func(ctx context.Context, req []byte) ([]byte, error) {
+	h := erpc.NewServer()
+	h.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
+	h.Handle("Slow", func(ctx context.Context, req []byte) ([]byte, error) {
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Minute):
 		}
 		return req, nil
 	}, erpc.Background())
+	ep, err := h.Listen("shm://" + path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	os.Stdout.WriteString("READY\n")
 	time.Sleep(time.Minute)
 	ep.Close()

@@ -87,12 +87,18 @@ func newNet(t *testing.T) *shmNet {
 	return &shmNet{dir: sockDir(t), paths: make(map[*erpc.Endpoint]string)}
 }
 
-func (s *shmNet) Listen(t *testing.T, opts ...erpc.Option) *erpc.Endpoint {
+func (s *shmNet) Listen(t *testing.T, srv *erpc.Server, opts ...erpc.Option) *erpc.Endpoint {
 	s.mu.Lock()
 	s.n++
 	path := filepath.Join(s.dir, fmt.Sprintf("ep%d.sock", s.n))
 	s.mu.Unlock()
-	ep, err := erpc.Listen("shm://"+path, opts...)
+	var ep *erpc.Endpoint
+	var err error
+	if srv == nil {
+		ep, err = erpc.Listen("shm://"+path, opts...)
+	} else {
+		ep, err = srv.Listen("shm://"+path, opts...)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,12 +128,13 @@ func TestLargeEcho(t *testing.T) {
 	path := filepath.Join(dir, "srv.sock")
 	st := listen(t, path, shm.Options{})
 	ct := listen(t, "", shm.Options{})
-	srv, err := erpc.Listen("", erpc.WithTransport(st))
+	h := erpc.NewServer()
+	h.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
+	srv, err := h.Listen("", erpc.WithTransport(st))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return bytes.Clone(req), nil })
 	cli, err := erpc.Listen("", erpc.WithTransport(ct))
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,10 @@
-package transport_test
+package faults_test
 
 import (
 	"net/netip"
 	"testing"
 
+	"github.com/erpc-go/erpc/internal/faults"
 	"github.com/erpc-go/erpc/transport"
 	"github.com/erpc-go/erpc/transport/memnet"
 )
@@ -14,7 +15,7 @@ func TestLossyDropsAFraction(t *testing.T) {
 	b, _ := n.Listen("b")
 	defer a.Close()
 	defer b.Close()
-	l := transport.Lossy(a, 0.25, 7)
+	l := faults.Lossy(a, 0.25, 7)
 	if to, err := l.(interface {
 		Resolve(string) (netip.AddrPort, error)
 	}).Resolve("b"); err != nil || to != b.LocalAddr() {

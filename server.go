@@ -1,0 +1,87 @@
+package erpc
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+)
+
+// Server is a set of handlers. Register them all, then serve: Listen opens
+// an endpoint that answers with these handlers from its first packet, so
+// a client that reaches a server while it starts (or restarts) never gets
+// Unimplemented for a method the server has. Once a server serves, it
+// refuses new handlers. One Server may serve several endpoints.
+//
+//	srv := erpc.NewServer()
+//	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
+//		return req, nil
+//	})
+//	ep, err := srv.Listen("0.0.0.0:31850")
+type Server struct {
+	mu      sync.Mutex
+	table   *handlerTable // replaced, never changed, once serving
+	serving bool
+}
+
+// NewServer returns a server with no handlers.
+func NewServer() *Server {
+	return &Server{table: &handlerTable{byID: map[uint32]*handler{}}}
+}
+
+// Listen opens an endpoint on addr (see the package-level Listen for the
+// address forms) that serves s's handlers. From this call on, s refuses new
+// handlers.
+func (s *Server) Listen(addr string, opt ...Option) (*Endpoint, error) {
+	s.mu.Lock()
+	s.serving = true
+	t := s.table
+	s.mu.Unlock()
+	return listen(addr, t, opt)
+}
+
+// Methods lists the methods registered so far, sorted.
+func (s *Server) Methods() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[*handler]bool{}
+	var names []string
+	for _, h := range s.table.byID {
+		if !seen[h] {
+			seen[h] = true
+			names = append(names, h.name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// register adds h under its method's ID, and under extra IDs too (a
+// typed method's, see typedID).
+func (s *Server) register(h *handler, extra ...uint32) error {
+	if h.name == "" {
+		return &Error{Code: InvalidArgument, Msg: "register a handler: empty method name"}
+	}
+	if h.run == nil {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: nil handler", h.name)}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serving {
+		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf(
+			"register %q: the server already serves; register every handler before Listen", h.name)}
+	}
+	ids := append([]uint32{methodID(h.name)}, extra...)
+	for _, id := range ids {
+		if prev := s.table.byID[id]; prev != nil {
+			if prev.name == h.name {
+				return &Error{Code: AlreadyExists, Msg: fmt.Sprintf("method %q registered twice", h.name)}
+			}
+			return &Error{Code: AlreadyExists, Msg: fmt.Sprintf(
+				"methods %q and %q have the same ID %#x on the wire; rename one", prev.name, h.name, id)}
+		}
+	}
+	for _, id := range ids {
+		s.table.byID[id] = h
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package erpc
+
+import "github.com/erpc-go/erpc/internal/proto"
+
+// Stats is a snapshot of an endpoint's protocol state and counters.
+type Stats struct {
+	// Gauges.
+	ClientSessions int // sessions this endpoint dialed, open or connecting
+	ServerSessions int // sessions clients opened to this endpoint
+	PendingCalls   int // calls made and not yet completed
+	BusySlots      int // client request slots sending, receiving or canceling
+	CreditsInUse   int // client packet credits held by packets in flight
+	HeldRequests   int // requests being received, handled or abandoned by their caller
+	HeldBytes      int // memory held for clients: those requests and saved responses, by capacity
+	SavedBytes     int // the part of HeldBytes in responses kept until their client has them
+	PooledBytes    int // free buffers kept for reuse
+
+	// Counters since the endpoint opened.
+	PacketsIn, PacketsOut uint64
+	Retransmits           uint64 // client packets sent again
+	NacksSent             uint64 // requests refused at once: the server was full
+	NacksReceived         uint64
+	ResetsSent            uint64 // answers to packets for sessions this server does not have
+	DropMalformed         uint64 // packets that failed to parse or contradicted themselves
+	DropUnknownSession    uint64 // packets for no session, with a wrong token, or from a wrong address
+	DropStale             uint64 // valid packets that came too late to matter
+}
+
+func statsFrom(s proto.Stats) Stats { return Stats(s) }

@@ -1,0 +1,83 @@
+package erpc
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/proto"
+)
+
+// loopWatch is what other goroutines may know of the event loop: whether
+// it is running user code (handlers, continuations, posted functions),
+// since when and which, and which goroutine it is. With it, a blocking
+// call made on the loop itself fails at once instead of waiting forever,
+// and a loop held up by one handler is logged.
+type loopWatch struct {
+	gid    atomic.Uint64
+	since  atomic.Int64 // engine time the loop entered user code; -1 when it is not in it
+	what   atomic.Pointer[handler]
+	logged atomic.Int64 // the since of the last stall logged
+}
+
+func (w *loopWatch) init() {
+	w.since.Store(-1)
+	w.logged.Store(-1)
+}
+
+// continuationHandler names continuations and posted functions in logs.
+var continuationHandler = &handler{name: "a Session.Go continuation or Post function"}
+
+// enterUser and leaveUser bracket the loop's user code of one turn.
+func (w *loopWatch) enterUser(now proto.Time) { w.since.Store(int64(now)) }
+func (w *loopWatch) leaveUser()               { w.since.Store(-1) }
+
+// onLoop reports whether the calling goroutine is the endpoint's loop,
+// running user code. The check is one atomic load unless the loop is in
+// user code right now; then it reads the goroutine's ID from its stack,
+// a few microseconds.
+func (ep *Endpoint) onLoop() bool {
+	if ep.watch.since.Load() < 0 {
+		return false
+	}
+	return goroutineID() == ep.watch.gid.Load()
+}
+
+// checkStall logs, once per stall, a loop held by one piece of user code
+// for longer than the stall threshold.
+func (ep *Endpoint) checkStall() {
+	since := ep.watch.since.Load()
+	if ep.opts.stall < 0 || since < 0 {
+		return
+	}
+	held := time.Duration(int64(ep.now()) - since)
+	if held < ep.opts.stall || ep.watch.logged.Swap(since) == since {
+		return
+	}
+	name := "a handler"
+	if h := ep.watch.what.Load(); h != nil {
+		name = fmt.Sprintf("%q", h.name)
+		if h == continuationHandler {
+			name = h.name
+		}
+	}
+	ep.log.Warn(fmt.Sprintf("erpc: %s has held the endpoint's event loop for %v; every call and request of the endpoint "+
+		"waits meanwhile. Blocking work belongs in a Background handler; a call made from the loop in Session.Go.",
+		name, held.Round(time.Millisecond)), "method", name, "held", held)
+}
+
+// goroutineID is the calling goroutine's ID, from the first line of its
+// stack trace ("goroutine 18 [running]:").
+func goroutineID() uint64 {
+	var buf [32]byte
+	n := runtime.Stack(buf[:], false)
+	var id uint64
+	for _, c := range buf[len("goroutine "):n] {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
+}
