@@ -34,11 +34,6 @@ func (b *bitmap) set(i uint32) (was bool) {
 	return was
 }
 
-func (b *bitmap) get(i uint32) bool {
-	w, m := b.word(i)
-	return *w&m != 0
-}
-
 func (b *bitmap) word(i uint32) (*uint64, uint64) {
 	if len(b.big) == 0 {
 		return &b.small, 1 << (i & 63)

@@ -20,8 +20,39 @@ import (
 	"github.com/erpc-go/erpc/transport"
 )
 
-// LinkConfig describes one direction of a link; the zero value is perfect.
-type LinkConfig = simnet.LinkConfig
+// LinkConfig describes one direction of a link. The zero value is a perfect
+// link: no loss, no delay, unlimited bandwidth.
+type LinkConfig struct {
+	Loss    float64 // probability a datagram is dropped
+	Dup     float64 // probability a datagram is delivered twice
+	Reorder float64 // probability a datagram is held back by ReorderDelay
+
+	Delay        time.Duration // base one-way delay
+	Jitter       time.Duration // extra delay, uniform in [0, Jitter); never reorders
+	ReorderDelay time.Duration // extra delay of reordered datagrams
+
+	Bandwidth  float64 // bytes per second; 0 means unlimited
+	QueueBytes int     // with Bandwidth: queued bytes beyond which datagrams are dropped; 0 means unbounded
+
+	Down bool // drop everything (a partition)
+}
+
+func (c LinkConfig) sim() simnet.LinkConfig { return simnet.LinkConfig(c) }
+
+// Stats counts what a network did.
+type Stats struct {
+	Sent       uint64 // datagrams handed to the network
+	Delivered  uint64 // datagrams a receiver took
+	Lost       uint64 // dropped by a link's Loss or a partition
+	Duplicated uint64 // delivered twice
+	Reordered  uint64 // held back by ReorderDelay
+	QueueDrops uint64 // dropped at a bandwidth-limited link's full queue
+	Overflows  uint64 // dropped because the receiver's inbox was full (InboxBytes)
+}
+
+// InboxBytes bounds what a transport holds for its receiver, like a
+// socket's receive buffer: datagrams beyond it are dropped.
+const InboxBytes = 8 << 20
 
 // DefaultMaxDatagram is the largest datagram a memnet transport carries.
 const DefaultMaxDatagram = 65507
@@ -34,13 +65,15 @@ type Network struct {
 	hosts map[netip.AddrPort]*Transport
 	names map[string]netip.AddrPort
 	next  uint32
+
+	delivered, overflows uint64
 }
 
 // NewNetwork returns an empty network whose links behave as def, drawing its
 // random choices from seed.
 func NewNetwork(seed uint64, def LinkConfig) *Network {
 	return &Network{
-		sim:   simnet.New(seed, def),
+		sim:   simnet.New(seed, def.sim()),
 		start: time.Now(),
 		hosts: make(map[netip.AddrPort]*Transport),
 		names: make(map[string]netip.AddrPort),
@@ -57,21 +90,23 @@ func Default() *Network { return defaultNet }
 func (n *Network) SetLink(from, to netip.AddrPort, cfg LinkConfig) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.sim.SetLink(from, to, cfg)
+	n.sim.SetLink(from, to, cfg.sim())
 }
 
 // SetDefault reconfigures every link not set with SetLink.
 func (n *Network) SetDefault(cfg LinkConfig) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.sim.SetDefault(cfg)
+	n.sim.SetDefault(cfg.sim())
 }
 
 // Stats returns what the network did so far.
-func (n *Network) Stats() simnet.Stats {
+func (n *Network) Stats() Stats {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.sim.Stats()
+	s := n.sim.Stats()
+	return Stats{Sent: s.Sent, Delivered: n.delivered, Lost: s.Lost, Duplicated: s.Duplicated,
+		Reordered: s.Reordered, QueueDrops: s.QueueDrops, Overflows: n.overflows}
 }
 
 func (n *Network) now() int64 { return int64(time.Since(n.start)) }
@@ -144,6 +179,7 @@ type Transport struct {
 
 	// Guarded by net.mu.
 	inbox   heapq.Heap[arrival] // by arrival time, then queue order
+	held    int                 // bytes in inbox
 	seq     uint64
 	closed  bool
 	scratch []arrival
@@ -191,6 +227,12 @@ func (t *Transport) Send(msgs []transport.Message) error {
 
 // queue adds a datagram to t's inbox and signals its Wait. n.mu is held.
 func (t *Transport) queue(from netip.AddrPort, at int64, head, payload []byte) {
+	if size := len(head) + len(payload); t.held+size > InboxBytes {
+		t.net.overflows++
+		return
+	} else {
+		t.held += size
+	}
 	var buf []byte
 	if k := len(t.free); k > 0 {
 		buf, t.free = t.free[k-1][:0], t.free[:k-1]
@@ -215,15 +257,20 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 	now := n.now()
 	due := t.scratch[:0]
 	for t.inbox.Len() > 0 && t.inbox.Peek().at <= now {
-		due = append(due, t.inbox.Pop())
+		a := t.inbox.Pop()
+		t.held -= len(a.data)
+		due = append(due, a)
 	}
+	n.delivered += uint64(len(due))
 	n.mu.Unlock()
 	for _, a := range due {
 		fn(a.from, a.data)
 	}
 	n.mu.Lock()
 	for i := range due {
-		t.free = append(t.free, due[i].data)
+		if len(t.free) < maxFree {
+			t.free = append(t.free, due[i].data)
+		}
 		due[i] = arrival{}
 	}
 	t.scratch = due[:0]
@@ -289,11 +336,15 @@ func (t *Transport) Close() error {
 			delete(n.names, t.name)
 		}
 		t.inbox.Clear()
+		t.held = 0
 	}
 	n.mu.Unlock()
 	t.Wake()
 	return nil
 }
+
+// maxFree bounds the datagram buffers a transport keeps for reuse.
+const maxFree = 256
 
 func arrivesBefore(a, b *arrival) bool {
 	return a.at < b.at || (a.at == b.at && a.seq < b.seq)

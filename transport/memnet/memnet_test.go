@@ -73,3 +73,30 @@ func TestLoss(t *testing.T) {
 		t.Fatalf("%d of 1000 datagrams arrived through a link losing half", got)
 	}
 }
+
+// TestStatsAndInboxBound: Delivered counts what receivers took, and a
+// receiver that does not read holds at most InboxBytes; the rest is
+// dropped and counted, as a socket's receive buffer would.
+func TestStatsAndInboxBound(t *testing.T) {
+	n := NewNetwork(1, LinkConfig{})
+	a, _ := n.Listen("")
+	b, _ := n.Listen("")
+	defer a.Close()
+	defer b.Close()
+	payload := make([]byte, 60000)
+	msgs := []transport.Message{{To: b.LocalAddr(), Head: []byte{1}, Payload: payload}}
+	const sent = 2 * InboxBytes / 60000
+	for range sent {
+		if err := a.Send(msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := b.Receive(func(netip.AddrPort, []byte) {})
+	st := n.Stats()
+	if st.Sent != sent || st.Delivered != uint64(got) || st.Overflows == 0 || uint64(got)+st.Overflows != sent {
+		t.Fatalf("sent %d, received %d: %+v", sent, got, st)
+	}
+	if int(got)*60001 > InboxBytes {
+		t.Fatalf("the inbox held %d bytes, over its bound %d", got*60001, InboxBytes)
+	}
+}

@@ -13,16 +13,22 @@ import (
 )
 
 // Transport is a UDP socket. This portable version reads with a goroutine
-// that blocks in the netpoller and queues datagrams for Receive.
+// that blocks in the netpoller and copies each datagram into an arena that
+// Receive takes whole. The arena is bounded: when it is full, the reader
+// waits for Receive, and the kernel's socket buffer absorbs (or drops) the
+// rest, as it would for a slow reader. So the memory a transport holds is
+// two arenas and one read buffer, whatever arrives.
 type Transport struct {
 	packetSize int // Options.PacketSize, resolved
 	conn       *net.UDPConn
 	local      netip.AddrPort
 
 	mu      sync.Mutex
-	queue   []datagram // arrived, not yet received
-	free    [][]byte
-	spare   []datagram
+	space   sync.Cond  // Receive took the arena
+	arena   []byte     // datagrams arrived, back to back
+	queue   []datagram // where each is in arena
+	spare   []byte     // the other arena, for the next swap
+	spareQ  []datagram
 	err     error // reader's terminal error
 	closed  bool
 	notify  chan struct{}
@@ -30,15 +36,21 @@ type Transport struct {
 	scratch []byte
 }
 
+// arenaBytes is the size of one arena: datagrams beyond it wait in the
+// kernel's socket buffer until the loop takes the arena.
+const arenaBytes = 1 << 20
+
 type datagram struct {
 	from netip.AddrPort
-	data []byte
+	off  int
+	n    int
 }
 
 func (t *Transport) init() error {
 	t.notify = make(chan struct{}, 1)
 	t.timer = time.NewTimer(time.Hour)
 	t.timer.Stop()
+	t.space.L = &t.mu
 	go t.read()
 	return nil
 }
@@ -48,33 +60,35 @@ func setBuffers(conn *net.UDPConn, size int) {
 	_ = conn.SetWriteBuffer(size)
 }
 
-// read moves datagrams from the socket to the queue until the socket closes.
+// read moves datagrams from the socket to the arena until the socket
+// closes.
 func (t *Transport) read() {
+	buf := make([]byte, MaxDatagram)
 	for {
-		t.mu.Lock()
-		var buf []byte
-		if k := len(t.free); k > 0 {
-			buf, t.free = t.free[k-1], t.free[:k-1]
-		}
-		t.mu.Unlock()
-		if buf == nil {
-			buf = make([]byte, MaxDatagram)
-		}
-		n, from, err := t.conn.ReadFromUDPAddrPort(buf[:MaxDatagram])
-		t.mu.Lock()
-		switch {
-		case err == nil:
-			t.queue = append(t.queue, datagram{canonical(from), buf[:n]})
-		case errors.Is(err, net.ErrClosed):
+		n, from, err := t.conn.ReadFromUDPAddrPort(buf)
+		if errors.Is(err, net.ErrClosed) {
+			t.mu.Lock()
 			t.err = err
+			t.space.Broadcast()
 			t.mu.Unlock()
 			t.Wake()
 			return
-		default:
+		}
+		if err != nil {
 			// An ICMP error reported on the socket (port unreachable):
 			// the network dropped something; keep reading.
-			t.free = append(t.free, buf)
+			continue
 		}
+		t.mu.Lock()
+		for len(t.arena)+n > arenaBytes && len(t.queue) > 0 && !t.closed {
+			t.space.Wait()
+		}
+		if t.closed {
+			t.mu.Unlock()
+			return
+		}
+		t.queue = append(t.queue, datagram{from: canonical(from), off: len(t.arena), n: n})
+		t.arena = append(t.arena, buf[:n]...)
 		t.mu.Unlock()
 		t.Wake()
 	}
@@ -87,20 +101,24 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		t.mu.Unlock()
 		return 0, transport.ErrClosed
 	}
-	got := t.queue
-	t.queue = t.spare[:0]
+	arena, queue := t.arena, t.queue
+	t.arena, t.queue = t.spare[:0], t.spareQ[:0]
+	t.space.Broadcast()
 	t.mu.Unlock()
-	for _, d := range got {
-		fn(d.from, d.data)
+	for _, d := range queue {
+		fn(d.from, arena[d.off:d.off+d.n:d.off+d.n])
 	}
 	t.mu.Lock()
-	for i := range got {
-		t.free = append(t.free, got[i].data[:cap(got[i].data)])
-		got[i] = datagram{}
-	}
-	t.spare = got[:0]
+	t.spare, t.spareQ = arena[:0], queue[:0]
 	t.mu.Unlock()
-	return len(got), nil
+	return len(queue), nil
+}
+
+// held is the memory the transport keeps for arrived datagrams.
+func (t *Transport) held() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return cap(t.arena) + cap(t.spare)
 }
 
 // Send writes each datagram with one system call.
@@ -175,6 +193,7 @@ func (t *Transport) Close() error {
 	t.mu.Lock()
 	already := t.closed
 	t.closed = true
+	t.space.Broadcast()
 	t.mu.Unlock()
 	if already {
 		return nil
