@@ -4,14 +4,16 @@
 //
 // # Usage
 //
-// A server registers handlers on an endpoint:
+// A server registers handlers on a Server, then serves them on an endpoint;
+// nothing is answered before every handler is there:
 //
-//	ep, err := erpc.Listen("0.0.0.0:31850")
-//	if err != nil { ... }
-//	defer ep.Close()
-//	ep.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
+//	srv := erpc.NewServer()
+//	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
 //		return req, nil
 //	})
+//	ep, err := srv.Listen("0.0.0.0:31850")
+//	if err != nil { ... }
+//	defer ep.Close()
 //
 // A client dials a session and calls:
 //
@@ -21,20 +23,35 @@
 //	resp, err := s.Call(ctx, "Echo", []byte("hi"), nil)
 //
 // Typed handlers and calls use generics and a codec chosen by type
-// (protobuf messages, encoding.BinaryMarshaler, or []byte): see Register and
-// Invoke. HandleRaw is the zero-copy, zero-allocation form.
+// (encoding.BinaryMarshaler, []byte, or protobuf messages with package
+// codec/protocodec imported): see Register and Invoke. HandleRaw is the
+// zero-copy, zero-allocation form.
+//
+// # Buffers
+//
+// Who owns a buffer is settled by the API, not by convention. A handler's
+// request is the endpoint's memory, valid until the answer. A response
+// may be the request itself, or part of it (the endpoint keeps that
+// buffer as the response: an echo costs no copy), memory from
+// Request.ResponseBuffer (no copy either), or any other slice, which
+// Respond copies before it returns; either way the handler may reuse its
+// own memory afterwards. A caller's request buffer is read until Call
+// returns, never after, and its response buffer is reused when large
+// enough.
 //
 // # Concurrency
 //
 // An Endpoint is one event loop goroutine, which owns all its protocol state
 // (eRPC's Rpc). Calls and responses from other goroutines reach it through a
 // queue plus one wake-up. Handlers run inline on the loop by default (the
-// fastest path for short handlers); Background handlers run on a worker pool
-// fed by one bounded queue, and a request that finds it full is refused at
-// once with ResourceExhausted instead of waiting. Session.Go continuations
-// run on the loop, which is where nested calls (a handler that calls another
-// server before it responds) are made. Use several endpoints for several
-// cores.
+// fastest path for short handlers); Background handlers run on goroutines
+// of their own (WithWorkers gives a fixed pool fed by one bounded queue,
+// which refuses requests with ResourceExhausted when full). Session.Go
+// continuations run on the loop, which is where an inline handler makes
+// nested calls (calls to another server before it responds). A blocking
+// call made on the loop itself could never complete, so it fails at once
+// with FailedPrecondition; a handler that holds the loop too long is
+// logged (WithStallLog). Use several endpoints for several cores.
 //
 // The loop waits in one of two ways: by default it polls, yielding the
 // processor, for a window after its last work, then sleeps in the Go
@@ -47,15 +64,22 @@
 //
 // Every failed call returns an *Error with a Code (the gRPC set). A call
 // whose context ends returns Canceled or DeadlineExceeded, and errors.Is
-// matches context.Canceled or context.DeadlineExceeded. A server that is
-// gone, restarted, or closed gives Unavailable within the failure timeout
-// (WithFailureTimeout). A full server gives ResourceExhausted at once.
+// matches context.Canceled or context.DeadlineExceeded; the deadline
+// travels to the handler's context. A server that is gone, restarted, or
+// closed gives Unavailable within the failure timeout (WithFailureTimeout).
+// A full server gives ResourceExhausted at once; a message over the
+// session's limit, InvalidArgument with both sizes; a method the server
+// does not have, Unimplemented with its name.
 //
 // # Delivery
 //
-// erpc runs a request at most once: retransmissions, duplicates and
-// reordering never run a handler twice. A call that fails with Unavailable
-// may or may not have run; erpc does not retry it.
+// erpc runs a request at most once: retransmissions, duplicates,
+// reordering, and late packets from a closed session or from a server's
+// earlier incarnation never run a handler twice (each end of a session
+// picks a random token; every packet carries its destination's). A call
+// that fails with Unavailable may or may not have run; erpc does not retry
+// it, except when the server's reset proves the request never reached a
+// live session.
 //
 // # Limitations
 //

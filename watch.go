@@ -55,16 +55,16 @@ func (ep *Endpoint) checkStall() {
 	if held < ep.opts.stall || ep.watch.logged.Swap(since) == since {
 		return
 	}
-	name := "a handler"
+	what, method := "a handler", ""
 	if h := ep.watch.what.Load(); h != nil {
-		name = fmt.Sprintf("%q", h.name)
+		what, method = fmt.Sprintf("the handler of %q", h.name), h.name
 		if h == continuationHandler {
-			name = h.name
+			what, method = h.name, ""
 		}
 	}
 	ep.log.Warn(fmt.Sprintf("erpc: %s has held the endpoint's event loop for %v; every call and request of the endpoint "+
 		"waits meanwhile. Blocking work belongs in a Background handler; a call made from the loop in Session.Go.",
-		name, held.Round(time.Millisecond)), "method", name, "held", held)
+		what, held.Round(time.Millisecond)), "method", method, "held", held)
 }
 
 // goroutineID is the calling goroutine's ID, from the first line of its

@@ -81,7 +81,8 @@ const (
 	// EventSessionUp: a session opened by Connect is ready. Session.
 	EventSessionUp EventType = iota + 1
 	// EventSessionDown: a session ended; every call on it has already
-	// completed with an error. Session, Err (nil after a local Close).
+	// completed with an error. Session, Peer, Err (ErrSessionClosed after
+	// a local Close).
 	EventSessionDown
 	// EventSessionAccepted: a client opened a session to this engine.
 	// Session, Peer.

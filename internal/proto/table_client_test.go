@@ -205,7 +205,15 @@ func TestClientTable_NackAndReset(t *testing.T) {
 	if ev := tc.done[a]; !errors.Is(ev.Err, ErrOverloaded) || ev.Status != wire.CodeServerFull {
 		t.Fatalf("nacked call: %+v", ev)
 	}
-	b := tc.call("b", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 8, Seq: 3, MsgSize: 1, Len: 1}})
+	big := tc.call("big", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 8, Seq: 3, MsgSize: 1, Len: 1}})
+	tooLarge := pkt(wire.Header{Type: wire.TypeNack, Code: wire.CodeMsgTooLarge, Session: tc.sid.Num(), Token: tc.token,
+		ReqNum: 8, TxSeq: 3, MsgSize: 1000}, nil)
+	tc.step("nack: too large for the server", tooLarge, nil, "response")
+	var size *SizeError
+	if ev := tc.done[big]; !errors.Is(ev.Err, ErrMsgTooLarge) || errors.Is(ev.Err, ErrOverloaded) || !errors.As(ev.Err, &size) || size.Max != 1000 {
+		t.Fatalf("call refused as too large: %+v", ev)
+	}
+	b := tc.call("b", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 16, Seq: 4, MsgSize: 1, Len: 1}})
 	other := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token}, nil)
 	tc.step("a reset naming another token is not ours", other, nil)
 	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok}, nil)
