@@ -97,8 +97,11 @@ func (c *reqCtx) expireLocked() {
 type loopKey struct{}
 
 func (c *reqCtx) Value(key any) any {
-	if _, ok := key.(loopKey); ok && c.req.runningInline(c.gen) {
-		return c.ep
+	if _, ok := key.(loopKey); ok {
+		if c.req.runningInline(c.gen) {
+			return c.ep
+		}
+		return offLoop{}
 	}
 	return nil
 }

@@ -230,7 +230,9 @@ func (ep *Endpoint) Post(fn func()) error {
 // goroutine of the endpoint has exited, running background handlers
 // included. Called from the endpoint's own loop (an inline handler or a
 // continuation), Close returns at once and the endpoint stops when that
-// handler returns. Use Shutdown to let calls finish first.
+// handler returns; called from a background handler, it returns once the
+// loop has stopped, without waiting for the other background handlers (or
+// itself). Use Shutdown to let calls finish first.
 func (ep *Endpoint) Close() error {
 	if ep.state.Swap(stateClosed) != stateClosed {
 		ep.post(command{kind: cmdStop})
@@ -240,6 +242,9 @@ func (ep *Endpoint) Close() error {
 	}
 	ep.checkStall()
 	<-ep.loopDone
+	if !ep.workers.isWorker() {
+		ep.workers.wait()
+	}
 	return ep.closeErr
 }
 
@@ -253,8 +258,9 @@ func (ep *Endpoint) Shutdown(ctx context.Context) error {
 		return errOnLoop("Shutdown", "call Close, or Shutdown from another goroutine")
 	}
 	ep.state.CompareAndSwap(stateOpen, stateDraining)
+	self := ep.workers.isWorker() // a background handler waits for the others
 	var err error
-	for !ep.drained() {
+	for !ep.drained(self) {
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -268,12 +274,17 @@ func (ep *Endpoint) Shutdown(ctx context.Context) error {
 	return errors.Join(err, ep.Close())
 }
 
-// drained asks the loop whether any call or request is still in flight.
-func (ep *Endpoint) drained() bool {
+// drained asks the loop whether any call or request is still in flight,
+// besides the caller's own request if it is a background handler.
+func (ep *Endpoint) drained(self bool) bool {
 	reply := make(chan bool, 1)
+	held := 0
+	if self {
+		held = 1
+	}
 	ep.post(command{kind: cmdFunc, fn: func() {
 		st := ep.eng.Stats()
-		reply <- st.PendingCalls == 0 && st.HeldRequests == 0 && ep.workers.idle()
+		reply <- st.PendingCalls == 0 && st.HeldRequests <= held && ep.workers.idle(self)
 	}})
 	select {
 	case ok := <-reply:

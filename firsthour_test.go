@@ -490,3 +490,35 @@ func (h *recordHandler) messages() []string {
 	defer h.mu.Unlock()
 	return append([]string(nil), h.msgs...)
 }
+
+// TestCloseFromBackgroundHandler: a background handler may close its own
+// endpoint (or shut it down); neither waits for itself.
+func TestCloseFromBackgroundHandler(t *testing.T) {
+	checkLeaks(t)
+	for _, how := range []string{"Close", "Shutdown"} {
+		n := newMemNet()
+		done := make(chan error, 1)
+		var ep *erpc.Endpoint
+		h := serverWith(t, "Stop", func(context.Context, []byte) ([]byte, error) {
+			if how == "Close" {
+				done <- ep.Close()
+			} else {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				done <- ep.Shutdown(ctx)
+			}
+			return nil, nil
+		}, erpc.Background())
+		ep = n.Listen(t, h)
+		s := dialT(t, n, n.Listen(t, nil), ep)
+		go call(t, s, "Stop", nil)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("%s from a background handler: %v", how, err)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatalf("%s from a background handler did not return", how)
+		}
+	}
+}

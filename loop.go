@@ -260,7 +260,7 @@ func (ep *Endpoint) stop(now proto.Time) {
 	for _, c := range ep.cmds.close() {
 		ep.failCommand(c)
 	}
-	ep.workers.stop() // waits for running background handlers to return
+	ep.workers.stop() // Close waits for the handlers still running
 	if err := ep.tr.Close(); err != nil && ep.closeErr == nil {
 		ep.closeErr = err
 	}

@@ -80,9 +80,15 @@ func (q Request) Data() []byte {
 	return q.r.data
 }
 
-// Method is the name the handler was registered under.
+// current reports whether the handle names the request its memory holds
+// now (answered or not): its fields are that request's until it is
+// recycled.
+func (q Request) current() bool { return q.r != nil && q.r.gen() == q.gen }
+
+// Method is the name the handler was registered under ("" on a spent
+// handle).
 func (q Request) Method() string {
-	if q.r == nil {
+	if !q.current() {
 		return ""
 	}
 	return q.r.handler.name
@@ -90,7 +96,7 @@ func (q Request) Method() string {
 
 // Peer is the address of the client that sent the request.
 func (q Request) Peer() netip.AddrPort {
-	if q.r == nil {
+	if !q.current() {
 		return netip.AddrPort{}
 	}
 	return q.r.peer
@@ -98,7 +104,7 @@ func (q Request) Peer() netip.AddrPort {
 
 // Deadline is the caller's deadline for the request, if it sent one.
 func (q Request) Deadline() (time.Time, bool) {
-	if q.r == nil {
+	if !q.current() {
 		return time.Time{}, false
 	}
 	return q.r.dl, q.r.hasDL

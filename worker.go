@@ -23,6 +23,7 @@ type workerPool struct {
 	mu      sync.Mutex
 	stopped bool
 	wg      sync.WaitGroup
+	gids    sync.Map // goroutine IDs of the workers, for isWorker
 }
 
 // workerIdle is how long an elastic worker waits for work before it exits.
@@ -76,12 +77,14 @@ func (p *workerPool) run(q Request) {
 }
 
 func (p *workerPool) fixedWorker() {
+	defer p.enroll()()
 	for q := range p.q {
 		p.run(q)
 	}
 }
 
 func (p *workerPool) elasticWorker(q Request) {
+	defer p.enroll()()
 	p.run(q)
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
@@ -99,16 +102,40 @@ func (p *workerPool) elasticWorker(q Request) {
 	}
 }
 
-// idle reports whether no background handler is queued or running.
-func (p *workerPool) idle() bool { return p.busy.Load() == 0 }
+// enroll records the calling goroutine as a worker, until the function it
+// returns is called.
+func (p *workerPool) enroll() func() {
+	id := goroutineID()
+	p.gids.Store(id, struct{}{})
+	return func() { p.gids.Delete(id) }
+}
 
-// stop lets the workers finish what they have and waits for them. Their
-// handlers may still make calls and answer: the endpoint fails those at
-// once, so this never waits on the loop.
+// isWorker reports whether the calling goroutine is one of the workers
+// (a few microseconds: for Close and Shutdown only).
+func (p *workerPool) isWorker() bool {
+	_, ok := p.gids.Load(goroutineID())
+	return ok
+}
+
+// idle reports whether no background handler is queued or running, not
+// counting the caller's own if it is a worker.
+func (p *workerPool) idle(self bool) bool {
+	n := p.busy.Load()
+	if self {
+		n--
+	}
+	return n <= 0
+}
+
+// stop refuses new requests and lets the workers finish what they have.
+// Their handlers may still make calls and answer: the endpoint, closed by
+// then, fails those at once, so nothing here waits on the loop.
 func (p *workerPool) stop() {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()
 	close(p.q)
-	p.wg.Wait()
 }
+
+// wait returns when every worker has exited.
+func (p *workerPool) wait() { p.wg.Wait() }
