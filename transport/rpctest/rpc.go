@@ -160,14 +160,14 @@ func testConcurrency(t *testing.T, n Net) {
 }
 
 func testIdle(t *testing.T, n Net) {
-	opts := []erpc.Option{erpc.WithKeepalive(20*time.Millisecond, 100*time.Millisecond)}
+	opts := []erpc.Option{erpc.WithKeepalive(20*time.Millisecond, 300*time.Millisecond)}
 	srv := echoServer(t, n, opts...)
 	cli := n.Listen(t, nil, opts...)
 	var ss []*erpc.Session
 	for range 5 {
 		ss = append(ss, dial(t, n, cli, srv))
 	}
-	time.Sleep(400 * time.Millisecond) // several idle timeouts: only keepalives keep them
+	time.Sleep(900 * time.Millisecond) // three idle timeouts: only keepalives keep them
 	for _, s := range ss {
 		echo(t, s, []byte("still there"))
 	}
