@@ -257,7 +257,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 // for at least `since`. Every packet of a request sent later than that
 // (allowing 0.1 % for the two clocks' rates) reached no live session, so
 // the request never ran and may be sent again on a new session. A request
-// with a packet sent earlier may have run; its call fails.
+// with a packet sent earlier may have run; its call fails. A server that
+// closes the session itself says instead which request numbers it never
+// saw: those never ran either.
 func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
 	s := e.byRemote[remoteKey{addr: from, num: h.Session, token: h.Token}]
 	if s == nil || !s.up {
@@ -267,9 +269,15 @@ func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
 	since := time.Duration(h.MsgSize) * time.Microsecond
 	ended := now - Time(since) + Time(since/1000+time.Microsecond) // may be before 0: Time.Add saturates
 
+	closing := h.Code == wire.CodeServerClosing
 	for i := range s.c.slots {
 		sl := &s.c.slots[i]
-		if sl.state == cslotActive && sl.sent && sl.firstSent > ended {
+		if sl.state != cslotActive || !sl.sent {
+			continue
+		}
+		// A closing server says which numbers it never saw; another
+		// reset, for how long it has had no such session.
+		if (closing && sl.reqNum >= h.ReqNum) || (!closing && sl.firstSent > ended) {
 			sl.unexecuted = true
 		}
 	}

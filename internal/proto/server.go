@@ -13,8 +13,9 @@ import (
 // small struct per slot.
 type serverSide struct {
 	key       peerKey
-	credits   int  // negotiated, repeated in duplicate connect-acks
-	confirmed bool // a packet with our token arrived: the client has the ack
+	credits   int    // negotiated, repeated in duplicate connect-acks
+	confirmed bool   // a packet with our token arrived: the client has the ack
+	unseen    uint64 // every request numbered this or higher is one we never saw
 	slots     []serverSlot
 }
 
@@ -280,12 +281,16 @@ func (e *Engine) retireSlot(sl *serverSlot) {
 
 // sendClosing tells the client of server session s that the server ends it
 // (the endpoint closes, or the session was idle too long): a reset with
-// CodeServerClosing, the only packet a server sends unasked. An idle client
-// then opens a new session for its next call instead of sending it on one
-// that the server's next incarnation will not know. It is best effort: if
-// it is lost, the client learns from the next incarnation's reset.
+// CodeServerClosing, the only packet a server sends unasked. It says the
+// lowest request number the server never saw: a request numbered that or
+// higher never ran, and never will, so the client may send it again on a
+// new session. An idle client then opens a new session for its next call
+// instead of sending it on one that the server's next incarnation will not
+// know. It is best effort: if it is lost, the client learns from the next
+// incarnation's reset.
 func (e *Engine) sendClosing(s *session) {
-	h := wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: s.num, Token: s.token}
+	h := wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: s.num, Token: s.token,
+		ReqNum: s.s.unseen}
 	e.emit(s.peer, &h, nil)
 	e.stats.ResetsSent++
 }

@@ -81,6 +81,7 @@ func (e *Engine) confirm(now Time, s *session) {
 
 // onReq handles a request data packet.
 func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
+	s.s.unseen = max(s.s.unseen, h.ReqNum+1)
 	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
 	if int(h.MsgSize) > s.maxMsg {
 		if sl.state == sslotIdle || h.ReqNum > sl.reqNum {

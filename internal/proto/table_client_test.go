@@ -263,6 +263,22 @@ func TestClientTable_ResetProvesNotRun(t *testing.T) {
 	}
 }
 
+// TestClientTable_ClosingReset: a server that closes a session says the
+// lowest request number it never saw; calls at or above it never ran.
+func TestClientTable_ClosingReset(t *testing.T) {
+	tc := newTClient(t, Config{})
+	seen := tc.call("seen", []byte("a"), []out{{Type: wire.TypeReq, ReqNum: 0, Seq: 2, MsgSize: 1, Len: 1}})
+	unseen := tc.call("unseen", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 1, Seq: 3, MsgSize: 1, Len: 1}})
+	closing := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: tSrvNum, Token: tSrvTok, ReqNum: 1}, nil)
+	tc.step("the server closes the session", closing, nil, "response", "response", "session-down")
+	if ev := tc.done[seen]; !errors.Is(ev.Err, ErrServerClosed) || errors.Is(ev.Err, ErrNotExecuted) {
+		t.Fatalf("a call the server saw: %v", ev.Err)
+	}
+	if ev := tc.done[unseen]; !errors.Is(ev.Err, ErrServerClosed) || !errors.Is(ev.Err, ErrNotExecuted) {
+		t.Fatalf("a call the server never saw: %v", ev.Err)
+	}
+}
+
 func TestClientTable_Cancel(t *testing.T) {
 	tc := newTClient(t, Config{Window: 1})
 	a := tc.call("a", []byte("a"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})

@@ -330,6 +330,16 @@ func TestServerTable_PingDisconnect(t *testing.T) {
 	}
 }
 
+// TestServerTable_Closing: closing the engine tells each client, with the
+// lowest request number the session never saw.
+func TestServerTable_Closing(t *testing.T) {
+	ts := newTServer(t, Config{})
+	ts.step("request 2", ts.req(2, 5, 0, 1), []out{{Type: wire.TypeCR, Flags: wire.FlagPending, ReqNum: 2, Seq: 1}}, "request")
+	ts.e.CloseAll(ts.now)
+	got := decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, ts.tok) // a reset names the server's side
+	checkOut(t, "closing", got, []out{{Type: wire.TypeReset, Code: wire.CodeServerClosing, ReqNum: 3}})
+}
+
 func TestServerTable_PeerGone(t *testing.T) {
 	ts := newTServer(t, Config{})
 	ts.step("request", ts.req(0, 5, 0, 1), []out{{Type: wire.TypeCR, Flags: wire.FlagPending, Seq: 1}}, "request")

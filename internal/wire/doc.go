@@ -65,9 +65,11 @@
 //
 // A server that ends a session on its own (it is closing, or the session
 // was idle beyond its timeout) tells the client with a reset coded
-// [CodeServerClosing]: the only packet a server sends unasked. It is best
-// effort; an idle client that gets it opens a new session for its next
-// call instead of sending the call where no session will know it.
+// [CodeServerClosing], whose ReqNum is the lowest request number the server
+// never saw on that session: requests numbered that or higher never ran.
+// It is the only packet a server sends unasked, and best effort; an idle
+// client that gets it opens a new session for its next call instead of
+// sending the call where no session will know it.
 //
 // A request may carry its remaining time ([FlagDeadline] with the hold
 // field): the server's handler sees the deadline.
