@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/erpc-go/erpc/internal/proto"
 )
@@ -192,7 +191,7 @@ func (q Request) answer(status uint8, resp []byte, owned bool) error {
 	switch {
 	case len(resp) == 0:
 		r.resp = nil
-	case owned, within(resp, r.data), within(resp, r.out):
+	case owned, proto.Within(resp, r.data), proto.Within(resp, r.out):
 		r.resp = resp // the endpoint's memory already, or given to it
 	default:
 		r.resp = append(r.outBuf(len(resp))[:0], resp...)
@@ -207,16 +206,6 @@ func (q Request) answer(status uint8, resp []byte, owned bool) error {
 		r.ep.post(command{kind: cmdRespond, req: r})
 	}
 	return nil
-}
-
-// within reports whether sub points into buf's memory.
-func within(sub, buf []byte) bool {
-	if cap(sub) == 0 || cap(buf) == 0 {
-		return false
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(buf)))
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(sub)))
-	return p >= base && p < base+uintptr(cap(buf))
 }
 
 // context returns the request's context, making it on first use.
@@ -333,7 +322,7 @@ func (ep *Endpoint) newRequest(h proto.ReqHandle, hd *handler) *request {
 // steady stream of answers allocates nothing.
 func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	resp := r.resp
-	gave, outCap := within(resp, r.out), cap(r.out)
+	gave, outCap := proto.Within(resp, r.out), cap(r.out)
 	err := ep.eng.Respond(now, r.h, r.status, resp)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
 		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))

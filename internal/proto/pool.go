@@ -137,9 +137,11 @@ func (e *Engine) Buffer(n int) []byte { return e.bufs.get(n) }
 // longer uses.
 func (e *Engine) Recycle(b []byte) { e.bufs.put(b) }
 
-// within reports whether sub points into buf's memory (anywhere up to its
+// Within reports whether sub points into buf's memory (anywhere up to its
 // capacity). It compares addresses only: both slices are live, so neither
 // can move or be freed meanwhile.
+func Within(sub, buf []byte) bool { return within(sub, buf) }
+
 func within(sub, buf []byte) bool {
 	if cap(sub) == 0 || cap(buf) == 0 {
 		return false
