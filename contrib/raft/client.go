@@ -30,7 +30,7 @@ const (
 )
 
 type peer struct {
-	t      *Transport
+	ep     *erpc.Endpoint
 	target string
 	mu     [numKinds]sync.Mutex // serializes dialing one kind
 	sess   [numKinds]*erpc.Session
@@ -38,6 +38,10 @@ type peer struct {
 }
 
 func (t *Transport) peer(target raft.ServerAddress) (*peer, error) {
+	a := t.att.Load()
+	if a == nil {
+		return nil, ErrNotStarted
+	}
 	t.peersMu.Lock()
 	defer t.peersMu.Unlock()
 	if t.peers == nil {
@@ -45,7 +49,7 @@ func (t *Transport) peer(target raft.ServerAddress) (*peer, error) {
 	}
 	p := t.peers[target]
 	if p == nil {
-		p = &peer{t: t, target: string(target)}
+		p = &peer{ep: a.ep, target: string(target)}
 		t.peers[target] = p
 	}
 	return p, nil
@@ -62,7 +66,7 @@ func (p *peer) session(ctx context.Context, k sessKind) (*erpc.Session, error) {
 	if s := p.sess[k]; s != nil {
 		return s, nil
 	}
-	s, err := p.t.ep.Dial(ctx, p.target)
+	s, err := p.ep.Dial(ctx, p.target)
 	if err != nil {
 		return nil, err
 	}

@@ -6,15 +6,38 @@
 // A raft.ServerAddress is an erpc target ("127.0.0.1:7000", "mem://n1").
 // The Transport implements raft.Transport, raft.WithPreVote and
 // raft.WithClose. One erpc endpoint (one event loop) serves the peers' RPCs
-// and carries this node's calls; NewWithEndpoint shares an endpoint with
-// other services (the kvstore replicas serve their client API on it).
+// and carries this node's calls.
+//
+// # Sharing the endpoint
+//
+// New makes an erpc server of its own. To serve other methods on the same
+// endpoint (the kvstore replicas serve their client API there), follow
+// erpc's order, every handler before serving, in three steps:
+//
+//	srv := erpc.NewServer()
+//	t, err := erpcraft.Register(srv, erpcraft.Config{}) // raft's methods
+//	err = srv.Handle("kv.Get", get)                     // the node's own
+//	ep, err := srv.Listen("127.0.0.1:7000")
+//	err = t.Start(ep)
+//	r, err := raft.NewRaft(cfg, fsm, logs, stable, snaps, t)
+//
+// The server serves raft's methods from its first packet, so a peer's RPC
+// may come between Listen and Start: it is answered Unavailable, which raft
+// treats as a failed RPC and retries. The transport's own RPCs fail with
+// ErrNotStarted until Start. After Start, LocalAddr is Config.Advertise, or
+// the endpoint's Target. The endpoint stays the caller's: Close stops the
+// transport (its methods answer Unavailable from then on) and leaves the
+// endpoint open. A method the node serves that needs the raft node, which
+// comes only after Start, can find it through an atomic pointer and answer
+// Unavailable until it is set (as kvstore.Service does).
 //
 // # Server side
 //
 // Every RPC method is a HandleRaw handler that runs inline on the event loop
 // and never blocks: it copies the request once, decodes it (the structs
-// alias the copy, which raft may keep), hands it to raft and returns; the
-// answer is sent later from another goroutine, which erpc allows.
+// alias the copy, which raft may keep), hands it to raft and returns,
+// keeping the erpc.Request handle; the answer is sent later from another
+// goroutine, which erpc allows.
 //
 //   - AppendEntries, RequestVote, RequestPreVote and TimeoutNow go to
 //     Consumer(). raft's main loop handles RPCs one at a time and answers
@@ -66,8 +89,10 @@
 //
 // Config.Drop is asked before every outgoing RPC and fails it at once with
 // ErrDropped when it says so. The cluster tests build partitions on it
-// (kvstore.Faults); packet loss comes from erpc.WithPacketLoss, which erpc
-// recovers from by retransmission.
+// (kvstore.Faults). Packet loss, which erpc recovers from by
+// retransmission, comes from erpc's internal fault injection
+// (internal/faults: a transport that drops datagrams, given to the
+// endpoint with erpc.WithTransport; kvstore.ClusterConfig.PacketLoss).
 //
 // # Notes
 //

@@ -5,11 +5,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/internal/faults"
+	"github.com/erpc-go/erpc/transport/memnet"
 	"github.com/hashicorp/raft"
 )
 
@@ -163,9 +166,9 @@ func TestPipelineClose(t *testing.T) {
 // order; every future must still succeed, in send order, with its own
 // answer.
 func TestPipelineUnderLoss(t *testing.T) {
-	loss := Config{Timeout: 10 * time.Second, MaxInFlight: 8, EndpointOptions: []erpc.Option{erpc.WithPacketLoss(0.1)}}
-	a := newTransport(t, loss)
-	b := newTransport(t, loss)
+	loss := Config{Timeout: 10 * time.Second, MaxInFlight: 8}
+	a := newLossyTransport(t, loss, 0.1, 1)
+	b := newLossyTransport(t, loss, 0.1, 2)
 	stop := make(chan struct{})
 	wg := serve(b, stop, func(rpc raft.RPC) (any, error) {
 		req := rpc.Command.(*raft.AppendEntriesRequest)
@@ -178,6 +181,30 @@ func TestPipelineUnderLoss(t *testing.T) {
 	}
 	defer pl.Close()
 	pipelineInOrder(t, pl, 200, 30*time.Second)
+	// The loss happened, and was recovered from by retransmission.
+	if n := a.Endpoint().Stats().Retransmits + b.Endpoint().Stats().Retransmits; n == 0 {
+		t.Fatal("no retransmissions: no packet was lost")
+	}
+}
+
+// newLossyTransport is newTransport on an endpoint that drops each datagram
+// it sends with probability p.
+func newLossyTransport(t *testing.T, cfg Config, p float64, seed uint64) *Transport {
+	t.Helper()
+	addr := memAddr()
+	mt, err := memnet.Default().Listen(strings.TrimPrefix(addr, "mem://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The endpoint closes the transport; the address stays its name.
+	cfg.EndpointOptions = append(cfg.EndpointOptions, erpc.WithTransport(faults.Lossy(mt, p, seed)))
+	tr, err := New(addr, cfg)
+	if err != nil {
+		mt.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
 }
 
 // Before raft installs its heartbeat handler, heartbeats take the normal

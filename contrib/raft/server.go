@@ -11,7 +11,8 @@ import (
 // Server side. Every handler is a HandleRaw handler running inline on the
 // endpoint's event loop, and none of them blocks: a request is decoded,
 // handed to raft, and answered later from another goroutine (erpc lets a
-// Request be answered from any goroutine after its handler returned).
+// Request handle be kept and answered from any goroutine after its handler
+// returned). Until Start, and after Close, they answer Unavailable.
 //
 //   - Ordinary RPCs go to Consumer() for raft's main loop. raft handles them
 //     one at a time and answers each before it takes the next, so a single
@@ -29,22 +30,42 @@ import (
 // pendingRPC is an RPC handed to raft whose answer is still owed.
 type pendingRPC struct {
 	ch     chan raft.RPCResponse
-	req    *erpc.Request // nil for a snapshot: the stream answers
+	req    erpc.Request // none (the zero Request) for a snapshot: the stream answers
 	stream *snapStream
 }
 
 // hbRPC is a heartbeat waiting for the heartbeat goroutine.
 type hbRPC struct {
-	req *erpc.Request
+	req erpc.Request
 	cmd *raft.AppendEntriesRequest
 }
 
-var errFull = erpc.Errorf(erpc.ResourceExhausted, "erpc/raft: RPC queue full")
+var (
+	errFull     = erpc.Errorf(erpc.ResourceExhausted, "erpc/raft: RPC queue full")
+	errStarting = erpc.Errorf(erpc.Unavailable, "erpc/raft: transport starting (registered, not started yet)")
+	errStopped  = erpc.Errorf(erpc.Unavailable, "erpc/raft: transport shut down")
+)
+
+// ready reports whether the transport serves; if not, it answers r with
+// Unavailable, which raft treats as a failed RPC and retries later. A
+// request can arrive before Start: the server serves raft's methods from
+// its first packet, and Start comes after Listen.
+func (t *Transport) ready(r erpc.Request) bool {
+	switch {
+	case t.closed():
+		r.RespondError(errStopped)
+	case t.att.Load() == nil:
+		r.RespondError(errStarting)
+	default:
+		return true
+	}
+	return false
+}
 
 // dispatch queues cmd for raft's main loop. The check and the two sends
 // happen under one lock, so the FIFO of pending answers always matches the
 // order of Consumer().
-func (t *Transport) dispatch(r *erpc.Request, cmd any, reader *snapStream) bool {
+func (t *Transport) dispatch(r erpc.Request, cmd any, reader *snapStream) bool {
 	t.dispatchMu.Lock()
 	defer t.dispatchMu.Unlock()
 	if t.closed() || len(t.consumeCh) == cap(t.consumeCh) || len(t.pending) == cap(t.pending) {
@@ -60,13 +81,13 @@ func (t *Transport) dispatch(r *erpc.Request, cmd any, reader *snapStream) bool 
 	return true
 }
 
-func (t *Transport) submit(r *erpc.Request, cmd any) {
+func (t *Transport) submit(r erpc.Request, cmd any) {
 	if !t.dispatch(r, cmd, nil) {
 		r.RespondError(errFull)
 	}
 }
 
-func badRequest(r *erpc.Request, err error) {
+func badRequest(r erpc.Request, err error) {
 	r.RespondError(erpc.Errorf(erpc.InvalidArgument, "erpc/raft: %s: %v", r.Method(), err))
 }
 
@@ -74,7 +95,10 @@ func badRequest(r *erpc.Request, err error) {
 // raft keeps entries (Log.Data) after it answered, when erpc reuses its
 // buffer.
 
-func (t *Transport) serveAppendEntries(r *erpc.Request) {
+func (t *Transport) serveAppendEntries(r erpc.Request) {
+	if !t.ready(r) {
+		return
+	}
 	cmd := new(raft.AppendEntriesRequest)
 	if err := decodeAppendEntriesRequest(bytes.Clone(r.Data()), cmd); err != nil {
 		badRequest(r, err)
@@ -83,7 +107,10 @@ func (t *Transport) serveAppendEntries(r *erpc.Request) {
 	t.submit(r, cmd)
 }
 
-func (t *Transport) serveHeartbeat(r *erpc.Request) {
+func (t *Transport) serveHeartbeat(r erpc.Request) {
+	if !t.ready(r) {
+		return
+	}
 	cmd := new(raft.AppendEntriesRequest)
 	if err := decodeAppendEntriesRequest(bytes.Clone(r.Data()), cmd); err != nil {
 		badRequest(r, err)
@@ -100,7 +127,10 @@ func (t *Transport) serveHeartbeat(r *erpc.Request) {
 	}
 }
 
-func (t *Transport) serveRequestVote(r *erpc.Request) {
+func (t *Transport) serveRequestVote(r erpc.Request) {
+	if !t.ready(r) {
+		return
+	}
 	cmd := new(raft.RequestVoteRequest)
 	if err := decodeRequestVoteRequest(bytes.Clone(r.Data()), cmd); err != nil {
 		badRequest(r, err)
@@ -109,7 +139,10 @@ func (t *Transport) serveRequestVote(r *erpc.Request) {
 	t.submit(r, cmd)
 }
 
-func (t *Transport) servePreVote(r *erpc.Request) {
+func (t *Transport) servePreVote(r erpc.Request) {
+	if !t.ready(r) {
+		return
+	}
 	cmd := new(raft.RequestPreVoteRequest)
 	if err := decodeRequestPreVoteRequest(bytes.Clone(r.Data()), cmd); err != nil {
 		badRequest(r, err)
@@ -118,7 +151,10 @@ func (t *Transport) servePreVote(r *erpc.Request) {
 	t.submit(r, cmd)
 }
 
-func (t *Transport) serveTimeoutNow(r *erpc.Request) {
+func (t *Transport) serveTimeoutNow(r erpc.Request) {
+	if !t.ready(r) {
+		return
+	}
 	cmd := new(raft.TimeoutNowRequest)
 	if err := decodeTimeoutNowRequest(bytes.Clone(r.Data()), cmd); err != nil {
 		badRequest(r, err)
@@ -173,12 +209,14 @@ func (t *Transport) heartbeatLoop() {
 }
 
 // answer encodes raft's response to r.
-func answer(r *erpc.Request, resp raft.RPCResponse) {
+func answer(r erpc.Request, resp raft.RPCResponse) {
 	if resp.Error != nil {
 		r.RespondError(erpc.Errorf(erpc.Unknown, "%s", resp.Error.Error()))
 		return
 	}
-	b := make([]byte, 0, 64)
+	// Built in the request's response memory: Respond sends it without a
+	// copy (a response that outgrows it is copied there).
+	b := r.ResponseBuffer(64)[:0]
 	switch v := resp.Response.(type) {
 	case *raft.AppendEntriesResponse:
 		b = appendAppendEntriesResponse(b, v)

@@ -107,7 +107,7 @@ func (t *Transport) InstallSnapshot(_ raft.ServerID, target raft.ServerAddress, 
 
 // chunk is one received chunk, its data still in erpc's buffer.
 type chunk struct {
-	req  *erpc.Request
+	req  erpc.Request // the zero Request: no chunk
 	data []byte
 	last bool
 }
@@ -119,14 +119,17 @@ type snapStream struct {
 	chunks chan chunk
 
 	mu       sync.Mutex
-	cur      chunk         // being read
-	held     *erpc.Request // the last chunk, read, owed the final answer
-	eof      bool          // the last chunk was read
-	finished bool          // raft answered; final holds the answer
+	cur      chunk        // being read
+	held     erpc.Request // the last chunk, read, owed the final answer (zero: none)
+	eof      bool         // the last chunk was read
+	finished bool         // raft answered; final holds the answer
 	final    raft.RPCResponse
 }
 
-func (t *Transport) serveSnapshot(r *erpc.Request) {
+func (t *Transport) serveSnapshot(r erpc.Request) {
+	if !t.ready(r) {
+		return
+	}
 	d := dec{b: r.Data()}
 	id := d.u64()
 	flags := d.byte1()
@@ -150,7 +153,7 @@ func (t *Transport) serveSnapshot(r *erpc.Request) {
 		t.streamsMu.Lock()
 		t.streams[id] = st
 		t.streamsMu.Unlock()
-		if !t.dispatch(nil, cmd, st) {
+		if !t.dispatch(erpc.Request{}, cmd, st) {
 			t.dropStream(id)
 			r.RespondError(errFull)
 			return
@@ -204,7 +207,7 @@ func (s *snapStream) Read(p []byte) (int, error) {
 			s.mu.Unlock()
 			return 0, errSnapshotStream
 		}
-		if s.cur.req != nil {
+		if s.cur.req != (erpc.Request{}) {
 			n := copy(p, s.cur.data)
 			s.cur.data = s.cur.data[n:]
 			if len(s.cur.data) == 0 {
@@ -245,11 +248,11 @@ func (s *snapStream) finish(resp raft.RPCResponse) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finished, s.final = true, resp
-	if s.held != nil {
+	if s.held != (erpc.Request{}) {
 		s.answerFinal(s.held)
-		s.held = nil
+		s.held = erpc.Request{}
 	}
-	if s.cur.req != nil {
+	if s.cur.req != (erpc.Request{}) {
 		s.answerFinal(s.cur.req)
 		s.cur = chunk{}
 	}
@@ -264,7 +267,7 @@ func (s *snapStream) finish(resp raft.RPCResponse) {
 }
 
 // answerFinal answers r with raft's response; s.mu is held.
-func (s *snapStream) answerFinal(r *erpc.Request) {
+func (s *snapStream) answerFinal(r erpc.Request) {
 	if s.final.Error != nil {
 		r.RespondError(erpc.Errorf(erpc.Unknown, "%s", s.final.Error.Error()))
 		return

@@ -3,6 +3,7 @@ package raft
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -56,13 +57,15 @@ type Config struct {
 	// retries) instead of blocking the endpoint's event loop. Default 256.
 	QueueDepth int
 	// Advertise is the address peers use to reach this node (LocalAddr).
-	// Default: the listen address, or the bound address for port 0.
+	// Default: for New, the listen address, or the bound address for port
+	// 0; for Register and Start, the endpoint's Target.
 	Advertise string
 	// Drop, when set, is asked before every outgoing RPC; true fails it at
 	// once with ErrDropped. It is the fault-injection hook the tests use
 	// for partitions. Never set it in production.
 	Drop func(target raft.ServerAddress) bool
-	// EndpointOptions are passed to erpc.Listen by New.
+	// EndpointOptions are passed to the endpoint New opens (Register and
+	// Start leave the endpoint to the caller).
 	EndpointOptions []erpc.Option
 }
 
@@ -91,10 +94,10 @@ func (c *Config) defaults() {
 // the peers' RPCs and carries this node's calls to them. It also implements
 // raft.WithPreVote and raft.WithClose.
 type Transport struct {
-	ep      *erpc.Endpoint
-	ownsEP  bool
-	local   raft.ServerAddress
 	cfg     Config
+	ownsEP  bool // New made the endpoint: Close closes it
+	att     atomic.Pointer[attachment]
+	lifeMu  sync.Mutex // orders Start and Close
 	peersMu sync.Mutex
 	peers   map[raft.ServerAddress]*peer
 
@@ -112,28 +115,41 @@ type Transport struct {
 	wg        sync.WaitGroup
 }
 
+// attachment is what Start gives a registered transport: the endpoint and
+// the address peers dial.
+type attachment struct {
+	ep    *erpc.Endpoint
+	local raft.ServerAddress
+}
+
 var (
 	_ raft.Transport   = (*Transport)(nil)
 	_ raft.WithPreVote = (*Transport)(nil)
 	_ raft.WithClose   = (*Transport)(nil)
 )
 
-// New listens on addr ("127.0.0.1:0", "mem://node1", ...) and returns a
-// transport that owns the endpoint.
+// New listens on addr ("127.0.0.1:0", "mem://node1", ...) with an erpc
+// server of its own and returns a started transport that owns the
+// endpoint. Use Register and Start instead to serve other methods on the
+// same endpoint.
 func New(addr string, cfg Config) (*Transport, error) {
-	ep, err := erpc.Listen(addr, cfg.EndpointOptions...)
+	srv := erpc.NewServer()
+	t, err := Register(srv, cfg)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Advertise == "" {
-		cfg.Advertise = advertise(addr, ep)
-	}
-	t, err := NewWithEndpoint(ep, cfg)
+	ep, err := srv.Listen(addr, cfg.EndpointOptions...)
 	if err != nil {
+		return nil, err
+	}
+	if t.cfg.Advertise == "" {
+		t.cfg.Advertise = advertise(addr, ep)
+	}
+	t.ownsEP = true
+	if err := t.Start(ep); err != nil {
 		ep.Close()
 		return nil, err
 	}
-	t.ownsEP = true
 	return t, nil
 }
 
@@ -158,18 +174,33 @@ func advertise(addr string, ep *erpc.Endpoint) string {
 	return addr
 }
 
-// NewWithEndpoint serves raft on an existing endpoint (which may carry other
-// methods too, as the raftkv example's client API does). cfg.Advertise must
-// be set to the address peers dial. The endpoint stays the caller's: Close
-// does not close it.
-func NewWithEndpoint(ep *erpc.Endpoint, cfg Config) (*Transport, error) {
+// methods are the erpc methods Register adds to a server.
+var methods = []string{methodAppendEntries, methodHeartbeat, methodRequestVote, methodPreVote, methodTimeoutNow, methodSnapshot}
+
+// Register adds raft's methods to srv, which must not serve yet, and
+// returns a transport that is not started: until Start gives it the
+// endpoint that srv.Listen opened, it answers its peers' RPCs with
+// Unavailable (raft retries them) and fails its own with ErrNotStarted.
+// The endpoint stays the caller's: Close does not close it.
+//
+//	srv := erpc.NewServer()
+//	t, err := erpcraft.Register(srv, cfg)
+//	// ... the node's other methods, on srv too
+//	ep, err := srv.Listen(addr)
+//	err = t.Start(ep)
+//	r, err := raft.NewRaft(rc, fsm, logs, stable, snaps, t)
+func Register(srv *erpc.Server, cfg Config) (*Transport, error) {
+	if srv == nil {
+		return nil, errors.New("erpc/raft: Register on a nil server")
+	}
 	cfg.defaults()
-	if cfg.Advertise == "" {
-		return nil, errors.New("erpc/raft: Config.Advertise is required with NewWithEndpoint")
+	// All six or none: a name already taken fails before any is added.
+	for _, have := range srv.Methods() {
+		if slices.Contains(methods, have) {
+			return nil, fmt.Errorf("erpc/raft: the server already has method %q (one transport per server)", have)
+		}
 	}
 	t := &Transport{
-		ep:        ep,
-		local:     raft.ServerAddress(cfg.Advertise),
 		cfg:       cfg,
 		peers:     make(map[raft.ServerAddress]*peer),
 		consumeCh: make(chan raft.RPC, cfg.QueueDepth),
@@ -180,7 +211,7 @@ func NewWithEndpoint(ep *erpc.Endpoint, cfg Config) (*Transport, error) {
 	}
 	for _, m := range []struct {
 		name string
-		fn   func(*erpc.Request)
+		fn   func(erpc.Request)
 	}{
 		{methodAppendEntries, t.serveAppendEntries},
 		{methodHeartbeat, t.serveHeartbeat},
@@ -189,24 +220,70 @@ func NewWithEndpoint(ep *erpc.Endpoint, cfg Config) (*Transport, error) {
 		{methodTimeoutNow, t.serveTimeoutNow},
 		{methodSnapshot, t.serveSnapshot},
 	} {
-		if err := ep.HandleRaw(m.name, m.fn); err != nil {
+		if err := srv.HandleRaw(m.name, m.fn); err != nil {
 			return nil, fmt.Errorf("erpc/raft: %w", err)
 		}
+	}
+	return t, nil
+}
+
+// ErrNotStarted is returned by the RPCs of a transport that Register made
+// and Start has not started yet.
+var ErrNotStarted = errors.New("erpc/raft: transport not started (Register, srv.Listen, then Start)")
+
+// Start starts a transport that Register made, on ep: the endpoint that
+// Listen of the server given to Register opened. From then on the
+// transport serves its peers' RPCs and makes its own; give it to raft
+// after Start. LocalAddr becomes Config.Advertise or, if that is empty,
+// ep.Target(); set Advertise when peers should dial something else (a
+// name, for an endpoint opened with erpc.WithTransport on memnet; a
+// routable address, for a wildcard UDP address). Start fails on a
+// transport that was started or closed before.
+func (t *Transport) Start(ep *erpc.Endpoint) error {
+	if ep == nil {
+		return errors.New("erpc/raft: Start with a nil endpoint")
+	}
+	t.lifeMu.Lock()
+	defer t.lifeMu.Unlock()
+	switch {
+	case t.closed():
+		return ErrTransportShutdown
+	case t.att.Load() != nil:
+		return errors.New("erpc/raft: transport already started")
+	}
+	local := t.cfg.Advertise
+	if local == "" {
+		local = ep.Target()
+	}
+	if local == "" {
+		return errors.New("erpc/raft: the endpoint cannot be dialed (a client-only shm endpoint?): set Config.Advertise")
 	}
 	t.wg.Add(2)
 	go t.respondLoop()
 	go t.heartbeatLoop()
-	return t, nil
+	t.att.Store(&attachment{ep: ep, local: raft.ServerAddress(local)})
+	return nil
 }
 
-// Endpoint is the erpc endpoint the transport runs on.
-func (t *Transport) Endpoint() *erpc.Endpoint { return t.ep }
+// Endpoint is the erpc endpoint the transport runs on; nil before Start.
+func (t *Transport) Endpoint() *erpc.Endpoint {
+	if a := t.att.Load(); a != nil {
+		return a.ep
+	}
+	return nil
+}
 
 // Consumer returns the channel of incoming RPCs for raft's main loop.
 func (t *Transport) Consumer() <-chan raft.RPC { return t.consumeCh }
 
-// LocalAddr is the address peers dial to reach this node.
-func (t *Transport) LocalAddr() raft.ServerAddress { return t.local }
+// LocalAddr is the address peers dial to reach this node. Before Start it
+// is Config.Advertise, which may be empty.
+func (t *Transport) LocalAddr() raft.ServerAddress {
+	if a := t.att.Load(); a != nil {
+		return a.local
+	}
+	return raft.ServerAddress(t.cfg.Advertise)
+}
 
 // EncodePeer stores the address itself: it is already the erpc target.
 func (t *Transport) EncodePeer(_ raft.ServerID, addr raft.ServerAddress) []byte {
@@ -234,7 +311,9 @@ func (t *Transport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
 func (t *Transport) Close() error {
 	var err error
 	t.closeOnce.Do(func() {
+		t.lifeMu.Lock()
 		close(t.shutdown)
+		t.lifeMu.Unlock()
 		t.peersMu.Lock()
 		peers := t.peers
 		t.peers = nil
@@ -242,8 +321,8 @@ func (t *Transport) Close() error {
 		for _, p := range peers {
 			p.close()
 		}
-		if t.ownsEP {
-			err = t.ep.Close()
+		if a := t.att.Load(); a != nil && t.ownsEP {
+			err = a.ep.Close()
 		}
 		t.wg.Wait()
 	})

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,10 +31,12 @@ type ClusterConfig struct {
 	// Transport is the template for each replica's erpc raft transport
 	// (Drop and Advertise are set by the cluster).
 	Transport erpcraft.Config
-	// EndpointOptions are passed to every replica endpoint (for example
-	// erpc.WithPacketLoss).
+	// EndpointOptions are passed to every replica endpoint.
 	EndpointOptions []erpc.Option
-	StaleReads      bool
+	// PacketLoss makes every replica endpoint drop each datagram it sends
+	// with this probability (erpc's fault injection; erpc retransmits).
+	PacketLoss float64
+	StaleReads bool
 	// SnapshotStore makes each replica's snapshot store; default in memory.
 	SnapshotStore func() raft.SnapshotStore
 }
@@ -63,7 +67,8 @@ type node struct {
 	snaps    raft.SnapshotStore
 	fsm      *FSM
 	trans    raft.Transport
-	ep       *erpc.Endpoint // the API endpoint when it is not the transport's
+	ep       *erpc.Endpoint // serves the client API (and raft's RPCs, over erpc)
+	svc      *Service
 	replica  *Replica
 }
 
@@ -133,17 +138,37 @@ func (c *Cluster) raftConfig(n *node) *raft.Config {
 	return rc
 }
 
-// openTransport gives n a fresh transport (and API endpoint), on the same
-// addresses as before if it had them.
+// openTransport gives n a fresh transport and API endpoint, on the same
+// addresses as before if it had them. Every method is registered before
+// the endpoint serves; the replica comes later (startReplica).
 func (c *Cluster) openTransport(n *node) error {
+	srv := erpc.NewServer()
 	switch c.cfg.RaftTransport {
 	case "erpc":
 		tc := c.cfg.Transport
-		tc.EndpointOptions = append(append([]erpc.Option(nil), tc.EndpointOptions...), c.cfg.EndpointOptions...)
+		// The address peers know this replica by: its name, or after the
+		// first start, what it had then.
+		tc.Advertise = localnet.Advertise(n.listen)
+		if n.raftAddr != "" {
+			tc.Advertise = string(n.raftAddr)
+		}
 		// n.raftAddr is set below, before raft starts any RPC.
 		tc.Drop = func(to raft.ServerAddress) bool { return c.Faults.Cut(n.raftAddr, to) }
-		t, err := erpcraft.New(n.listen, tc)
+		t, err := erpcraft.Register(srv, tc)
 		if err != nil {
+			return err
+		}
+		svc, err := Register(srv)
+		if err != nil {
+			return err
+		}
+		// The transport template's endpoint options, then the cluster's.
+		ep, err := c.listen(srv, n.listen, tc.EndpointOptions...)
+		if err != nil {
+			return err
+		}
+		if err := t.Start(ep); err != nil {
+			ep.Close()
 			return err
 		}
 		if n.raftAddr == "" { // set once: the addresses are read without locks
@@ -151,11 +176,15 @@ func (c *Cluster) openTransport(n *node) error {
 			n.apiAddr = string(t.LocalAddr())
 			n.listen = string(t.LocalAddr())
 		}
-		n.trans, n.ep = t, nil
+		n.trans, n.ep, n.svc = t, ep, svc
 	case "raft-tcp":
 		bind := "127.0.0.1:0"
 		if n.raftAddr != "" {
 			bind = string(n.raftAddr)
+		}
+		svc, err := Register(srv)
+		if err != nil {
+			return err
 		}
 		t, err := raft.NewTCPTransport(bind, nil, 3, 10*time.Second, io.Discard)
 		if err != nil {
@@ -171,12 +200,12 @@ func (c *Cluster) openTransport(n *node) error {
 		if n.apiAddr != "" {
 			listen = n.apiAddr
 		}
-		ep, err := erpc.Listen(listen, c.cfg.EndpointOptions...)
+		ep, err := c.listen(srv, listen)
 		if err != nil {
 			t.Close()
 			return err
 		}
-		n.trans, n.ep = t, ep
+		n.trans, n.ep, n.svc = t, ep, svc
 		if n.apiAddr == "" {
 			n.apiAddr = localnet.Dialable(listen, ep)
 		}
@@ -184,6 +213,20 @@ func (c *Cluster) openTransport(n *node) error {
 		return fmt.Errorf("kvstore: unknown raft transport %q", c.cfg.RaftTransport)
 	}
 	return nil
+}
+
+// listen opens a replica endpoint serving srv on addr, with opts and the
+// cluster's EndpointOptions, losing packets if the cluster is configured to.
+func (c *Cluster) listen(srv *erpc.Server, addr string, opts ...erpc.Option) (*erpc.Endpoint, error) {
+	opts = append(slices.Clip(opts), c.cfg.EndpointOptions...)
+	if c.cfg.PacketLoss > 0 {
+		tr, err := localnet.Lossy(addr, c.cfg.PacketLoss, rand.Uint64())
+		if err != nil {
+			return nil, err
+		}
+		opts = append(slices.Clip(opts), erpc.WithTransport(tr))
+	}
+	return srv.Listen(addr, opts...)
 }
 
 func (c *Cluster) apiAddr(id raft.ServerID) string {
@@ -197,13 +240,9 @@ func (c *Cluster) apiAddr(id raft.ServerID) string {
 
 func (c *Cluster) startReplica(i int) error {
 	n := c.nodes[i]
-	ep := n.ep
-	if ep == nil {
-		ep = n.trans.(*erpcraft.Transport).Endpoint()
-	}
 	rp, err := StartReplica(ReplicaConfig{
 		ID: n.id, Raft: c.raftConfig(n), FSM: n.fsm, Logs: n.logs, Stable: n.logs, Snaps: n.snaps,
-		Transport: n.trans, Endpoint: ep, APIAddr: c.apiAddr, StaleReads: c.cfg.StaleReads,
+		Transport: n.trans, Service: n.svc, APIAddr: c.apiAddr, StaleReads: c.cfg.StaleReads,
 	})
 	if err != nil {
 		return err

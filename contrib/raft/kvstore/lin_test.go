@@ -7,18 +7,20 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
 )
 
 // Linearizability of the store under faults, checked with porcupine.
 //
 // Faults: every replica and client endpoint drops LossRate of the datagrams
-// it sends (erpc.WithPacketLoss; erpc retransmits, so this costs latency
+// it sends (internal/faults; erpc retransmits, so this costs latency
 // and, past the failure timeout, indeterminate calls); a nemesis isolates
 // the leader (the transport's Drop hook: its raft RPCs fail both ways, while
 // clients still reach it), restarts a replica with its stores intact and a
@@ -92,14 +94,10 @@ type linConfig struct {
 func runWorkload(t *testing.T, lc linConfig) []porcupine.Operation {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(lc.seed, 1))
-	var opts []erpc.Option
-	if lc.loss > 0 {
-		opts = append(opts, erpc.WithPacketLoss(lc.loss))
-	}
 	// A short failure timeout so a call to a replica that went away fails
 	// (and the client moves on) well within the test.
-	opts = append(opts, erpc.WithFailureTimeout(300*time.Millisecond))
-	c, err := StartCluster(ClusterConfig{Network: "mem", EndpointOptions: opts, StaleReads: lc.stale})
+	opts := []erpc.Option{erpc.WithFailureTimeout(300 * time.Millisecond)}
+	c, err := StartCluster(ClusterConfig{Network: "mem", EndpointOptions: opts, PacketLoss: lc.loss, StaleReads: lc.stale})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,11 +115,21 @@ func runWorkload(t *testing.T, lc linConfig) []porcupine.Operation {
 	var history []porcupine.Operation
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	var clients []*Client
 	for ci := range lc.clients {
-		cl, err := NewClient(uint64(ci+1), "mem://", c.APIAddrs(), opts...)
+		copts := opts
+		if lc.loss > 0 {
+			tr, err := localnet.Lossy("mem://", lc.loss, lc.seed+uint64(ci))
+			if err != nil {
+				t.Fatal(err)
+			}
+			copts = append(slices.Clip(opts), erpc.WithTransport(tr))
+		}
+		cl, err := NewClient(uint64(ci+1), "mem://", c.APIAddrs(), copts...)
 		if err != nil {
 			t.Fatal(err)
 		}
+		clients = append(clients, cl)
 		cl.AttemptTimeout = 200 * time.Millisecond
 		cl.ReadAnyReplica = lc.stale
 		defer cl.Close()
@@ -210,6 +218,15 @@ func runWorkload(t *testing.T, lc linConfig) []porcupine.Operation {
 	}
 	close(stop)
 	wg.Wait()
+	if lc.loss > 0 { // the loss happened: the clients' calls were retransmitted
+		var n uint64
+		for _, cl := range clients {
+			n += cl.ep.Stats().Retransmits
+		}
+		if n == 0 {
+			t.Errorf("%v packet loss, and no client retransmitted", lc.loss)
+		}
+	}
 	return history
 }
 

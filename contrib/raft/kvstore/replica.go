@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/erpc-go/erpc"
@@ -23,12 +24,50 @@ const (
 	statusError     = leader.StatusRetry     // followed by a message; the client retries
 )
 
+// Service is a replica's client API (MethodDo) on an erpc server. The
+// server serves from its first packet, but the replica comes later: its
+// raft node needs the raft transport, which needs the endpoint that the
+// server's Listen opens. So Register adds the method before Listen, and
+// StartReplica attaches the replica to the service; until then MethodDo
+// answers Unavailable, and clients try another replica.
+//
+//	srv := erpc.NewServer()
+//	t, err := erpcraft.Register(srv, erpcraft.Config{})
+//	svc, err := kvstore.Register(srv)
+//	ep, err := srv.Listen(addr)
+//	err = t.Start(ep)
+//	rp, err := kvstore.StartReplica(kvstore.ReplicaConfig{Transport: t, Service: svc, ...})
+type Service struct {
+	rp atomic.Pointer[Replica]
+}
+
+// Register adds MethodDo to srv, which must not serve yet.
+func Register(srv *erpc.Server) (*Service, error) {
+	svc := &Service{}
+	if err := srv.HandleRaw(MethodDo, svc.serve); err != nil {
+		return nil, err
+	}
+	return svc, nil
+}
+
+var errStarting = erpc.Errorf(erpc.Unavailable, "kvstore: replica starting")
+
+// serve passes a request to the replica, once there is one.
+func (svc *Service) serve(req erpc.Request) {
+	rp := svc.rp.Load()
+	if rp == nil {
+		req.RespondError(errStarting)
+		return
+	}
+	rp.serve(req)
+}
+
 // Replica is one member of the replicated store.
 type Replica struct {
-	ID       raft.ServerID
-	Raft     *raft.Raft
-	FSM      *FSM
-	Endpoint *erpc.Endpoint // serves MethodDo
+	ID      raft.ServerID
+	Raft    *raft.Raft
+	FSM     *FSM
+	Service *Service // serves MethodDo
 
 	stale       bool
 	applyTimout time.Duration
@@ -44,10 +83,11 @@ type ReplicaConfig struct {
 	Logs      raft.LogStore
 	Stable    raft.StableStore
 	Snaps     raft.SnapshotStore
-	Transport raft.Transport
-	// Endpoint serves the client API; with the erpc transport it is the
-	// transport's own endpoint.
-	Endpoint *erpc.Endpoint
+	Transport raft.Transport // started (erpcraft.Transport.Start)
+	// Service serves the client API (Register, on the server whose
+	// endpoint carries raft's RPCs when raft runs over erpc); the replica
+	// is attached to it.
+	Service *Service
 	// APIAddr maps a raft server ID to the address its client API listens
 	// on, for redirecting clients to the leader.
 	APIAddr func(raft.ServerID) string
@@ -57,8 +97,15 @@ type ReplicaConfig struct {
 	StaleReads bool
 }
 
-// StartReplica starts raft and registers MethodDo.
+// StartReplica starts raft and attaches the replica to cfg.Service, which
+// then serves MethodDo with it. A Service takes one replica.
 func StartReplica(cfg ReplicaConfig) (*Replica, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("kvstore: ReplicaConfig.Service is required (kvstore.Register)")
+	}
+	if cfg.Service.rp.Load() != nil {
+		return nil, errors.New("kvstore: the service has a replica already")
+	}
 	rc := *cfg.Raft
 	rc.LocalID = cfg.ID
 	fsm := cfg.FSM
@@ -69,11 +116,11 @@ func StartReplica(cfg ReplicaConfig) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	rp := &Replica{ID: cfg.ID, Raft: r, FSM: fsm, Endpoint: cfg.Endpoint, stale: cfg.StaleReads,
+	rp := &Replica{ID: cfg.ID, Raft: r, FSM: fsm, Service: cfg.Service, stale: cfg.StaleReads,
 		applyTimout: 5 * time.Second, apiAddr: cfg.APIAddr}
-	if err := cfg.Endpoint.HandleRaw(MethodDo, rp.serve); err != nil {
+	if !cfg.Service.rp.CompareAndSwap(nil, rp) {
 		r.Shutdown()
-		return nil, err
+		return nil, errors.New("kvstore: the service has a replica already")
 	}
 	return rp, nil
 }
@@ -81,7 +128,7 @@ func StartReplica(cfg ReplicaConfig) (*Replica, error) {
 // serve runs inline on the endpoint's loop, so it never blocks: raft.Apply
 // may wait for the leader loop, so it runs on a goroutine of its own that
 // answers when the entry is applied.
-func (rp *Replica) serve(req *erpc.Request) {
+func (rp *Replica) serve(req erpc.Request) {
 	data := bytes.Clone(req.Data()) // raft keeps the entry
 	var c Command
 	if err := c.decode(data); err != nil {

@@ -16,8 +16,8 @@ type ClusterConfig struct {
 	// EndpointOptions are given to every replica's endpoint. Give every
 	// endpoint of the process the same erpc.WithSpin (see erpc.WithSpin).
 	EndpointOptions []erpc.Option
-	// Replica adjusts each replica's Config (ID, Peers and Endpoint are
-	// set already).
+	// Replica adjusts each replica's Config (ID, Peers, Endpoint and
+	// Service are set already).
 	Replica func(*Config)
 }
 
@@ -29,14 +29,15 @@ type Cluster struct {
 	net   *localnet.Net
 }
 
-// StartCluster opens the endpoints, then starts the replicas; it does not
-// wait for a leader (see Leader).
+// StartCluster opens the endpoints (each serving a Service), then starts
+// the replicas; it does not wait for a leader (see Leader).
 func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Replicas <= 0 {
 		cfg.Replicas = 3
 	}
 	c := &Cluster{}
 	var eps []*erpc.Endpoint
+	var svcs []*Service
 	fail := func(err error) (*Cluster, error) {
 		for _, ep := range eps[len(c.reps):] {
 			ep.Close()
@@ -51,17 +52,22 @@ func StartCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.net = net
 	for i := range cfg.Replicas {
 		listen := net.Listen(i + 1)
-		ep, err := erpc.Listen(listen, cfg.EndpointOptions...)
+		srv := erpc.NewServer()
+		svc, err := Register(srv)
 		if err != nil {
 			return fail(err)
 		}
-		eps = append(eps, ep)
+		ep, err := srv.Listen(listen, cfg.EndpointOptions...)
+		if err != nil {
+			return fail(err)
+		}
+		eps, svcs = append(eps, ep), append(svcs, svc)
 		c.addrs = append(c.addrs, localnet.Dialable(listen, ep))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i, ep := range eps {
-		rc := Config{ID: uint64(i + 1), Peers: c.addrs, Endpoint: ep}
+		rc := Config{ID: uint64(i + 1), Peers: c.addrs, Endpoint: ep, Service: svcs[i]}
 		if cfg.Replica != nil {
 			cfg.Replica(&rc)
 		}

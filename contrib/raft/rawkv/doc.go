@@ -12,8 +12,13 @@
 // # Design
 //
 // A replica is one erpc endpoint and one RawNode with raft.MemoryStorage,
-// a map and a table of client sessions. The endpoint's loop goroutine runs
-// every function that touches them:
+// a map and a table of client sessions. Its methods are registered on the
+// endpoint's server before the server serves (Register, which returns a
+// Service); StartReplica, given the endpoint that the server's Listen
+// opened, dials the other replicas and attaches the replica to the
+// Service, which answers Unavailable until then (StartCluster does all
+// of it). The endpoint's loop goroutine runs every function that touches
+// the RawNode, the map or the sessions:
 //
 //   - the "rawkv.raft.msg" handler (inline, foreground) steps a batch of
 //     raft messages from another replica;

@@ -25,10 +25,12 @@ type Config struct {
 	// Peers are the erpc addresses of all replicas, Peers[i] for ID i+1,
 	// this one's included. They serve raft messages and clients alike.
 	Peers []string
-	// Endpoint is the replica's listening endpoint; it must be open on
-	// Peers[ID-1]. The replica registers its methods on it and Close
-	// closes it.
+	// Endpoint is the replica's endpoint, open on Peers[ID-1]: the one
+	// that Listen of the server given to Register opened. Close closes it.
 	Endpoint *erpc.Endpoint
+	// Service is what Register added to that server; the replica serves
+	// its methods once it is started.
+	Service *Service
 	// TickInterval is the time between raft ticks (default 10 ms).
 	TickInterval time.Duration
 	// ElectionTick and HeartbeatTick are raft's timeouts in ticks
@@ -85,16 +87,65 @@ type peer struct {
 // to be applied: a client's request, or a local proposal's callback.
 type pending struct {
 	seq  uint64
-	req  *erpc.Request
-	done func(result []byte)
+	req  erpc.Request        // a client's request, or
+	done func(result []byte) // a local proposal's callback
 }
 
+// answer answers the client (Respond copies b) or calls back.
 func (p pending) answer(b []byte) {
-	if p.req != nil {
-		p.req.Respond(b)
-	} else {
+	if p.done != nil {
 		p.done(b)
+		return
 	}
+	p.req.Respond(b)
+}
+
+// Service is a replica's methods (MethodMsg, MethodPut, MethodGet) on an
+// erpc server. The server serves from its first packet, but a replica
+// needs the endpoint that the server's Listen opens (it dials its peers
+// from it and runs on its loop): so Register adds the methods before
+// Listen, and StartReplica attaches the replica once it is ready. Until
+// then the methods answer Unavailable: a peer's raft treats that as a lost
+// message and a client tries another replica.
+//
+//	srv := erpc.NewServer()
+//	svc, err := rawkv.Register(srv)
+//	ep, err := srv.Listen(addr)
+//	r, err := rawkv.StartReplica(ctx, rawkv.Config{ID: id, Peers: peers, Endpoint: ep, Service: svc})
+type Service struct {
+	r atomic.Pointer[Replica]
+}
+
+// Register adds the replica's methods to srv, which must not serve yet.
+func Register(srv *erpc.Server) (*Service, error) {
+	svc := &Service{}
+	for _, h := range []struct {
+		m  string
+		fn func(erpc.Request)
+	}{{MethodMsg, svc.serveMsg}, {MethodPut, svc.serveKV}, {MethodGet, svc.serveKV}} {
+		if err := srv.HandleRaw(h.m, h.fn); err != nil {
+			return nil, err
+		}
+	}
+	return svc, nil
+}
+
+var errStarting = erpc.Errorf(erpc.Unavailable, "rawkv: replica starting")
+
+func (svc *Service) serveMsg(req erpc.Request) {
+	if r := svc.r.Load(); r != nil {
+		r.serveMsg(req)
+		return
+	}
+	req.RespondError(errStarting)
+}
+
+func (svc *Service) serveKV(req erpc.Request) {
+	if r := svc.r.Load(); r != nil {
+		r.serveKV(req)
+		return
+	}
+	req.RespondError(errStarting)
 }
 
 // Replica is one member of the replicated store. All of its state below
@@ -134,13 +185,17 @@ type Replica struct {
 
 var discard = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
-// StartReplica starts a replica on cfg.Endpoint. The other replicas'
-// endpoints must be listening (it dials them); they may start their
-// replicas later.
+// StartReplica starts a replica on cfg.Endpoint and attaches it to
+// cfg.Service, which then serves with it. The other replicas' endpoints
+// must be listening (it dials them); they may start their replicas later.
+// A Service takes one replica.
 func StartReplica(ctx context.Context, cfg Config) (*Replica, error) {
 	cfg.defaults()
-	if cfg.ID < 1 || cfg.ID > uint64(len(cfg.Peers)) || cfg.Endpoint == nil {
-		return nil, errors.New("rawkv: Config needs an Endpoint and an ID in 1..len(Peers)")
+	if cfg.ID < 1 || cfg.ID > uint64(len(cfg.Peers)) || cfg.Endpoint == nil || cfg.Service == nil {
+		return nil, errors.New("rawkv: Config needs an Endpoint, a Service (rawkv.Register) and an ID in 1..len(Peers)")
+	}
+	if cfg.Service.r.Load() != nil {
+		return nil, errors.New("rawkv: the service has a replica already")
 	}
 	r := &Replica{cfg: cfg, id: cfg.ID, ep: cfg.Endpoint, stop: make(chan struct{}),
 		st: raft.NewMemoryStorage(), peers: make(map[uint64]*peer), kv: make(map[string][]byte),
@@ -172,7 +227,7 @@ func StartReplica(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	r.rn = rn
-	// Sessions first, handlers after: a message that arrives finds every
+	// Sessions first, then the service: a message that arrives finds every
 	// session in place, and nothing else writes r.peers.
 	for i, addr := range cfg.Peers {
 		id := uint64(i + 1)
@@ -181,21 +236,25 @@ func StartReplica(ctx context.Context, cfg Config) (*Replica, error) {
 		}
 		s, err := cfg.Endpoint.Dial(ctx, addr)
 		if err != nil {
+			r.closeSessions()
 			return nil, fmt.Errorf("rawkv: dial replica %d at %s: %w", id, addr, err)
 		}
 		r.peers[id] = &peer{id: id, addr: addr, sess: s}
 	}
-	for _, h := range []struct {
-		m  string
-		fn func(*erpc.Request)
-	}{{MethodMsg, r.serveMsg}, {MethodPut, r.serveKV}, {MethodGet, r.serveKV}} {
-		if err := cfg.Endpoint.HandleRaw(h.m, h.fn); err != nil {
-			return nil, err
-		}
+	if !cfg.Service.r.CompareAndSwap(nil, r) {
+		r.closeSessions()
+		return nil, errors.New("rawkv: the service has a replica already")
 	}
 	r.ticker.Add(1)
 	go r.runTicker()
 	return r, nil
+}
+
+// closeSessions closes the sessions of a replica that failed to start.
+func (r *Replica) closeSessions() {
+	for _, p := range r.peers {
+		p.sess.Close()
+	}
 }
 
 // runTicker hands raft a tick every TickInterval, on the loop.
@@ -285,7 +344,7 @@ var (
 // answers with the messages this replica has for it in return (an
 // AppendEntries response, a vote), so a replication round trip is one
 // erpc call.
-func (r *Replica) serveMsg(req *erpc.Request) {
+func (r *Replica) serveMsg(req erpc.Request) {
 	if r.closed.Load() {
 		req.Respond(nil)
 		return
@@ -309,7 +368,7 @@ func (r *Replica) serveMsg(req *erpc.Request) {
 
 // serveKV serves a client's Put or Get: the leader proposes it and answers
 // once it is applied; other replicas redirect.
-func (r *Replica) serveKV(req *erpc.Request) {
+func (r *Replica) serveKV(req erpc.Request) {
 	var c command
 	if err := c.decode(req.Data()); err != nil || c.client >= localClient {
 		req.RespondError(erpc.Errorf(erpc.InvalidArgument, "rawkv: bad command"))
@@ -321,7 +380,7 @@ func (r *Replica) serveKV(req *erpc.Request) {
 	}
 	if s, ok := r.sessions[c.client]; ok && c.seq <= s.seq {
 		if c.seq == s.seq { // a retry of the last applied command
-			req.Respond(slices.Clone(s.result))
+			req.Respond(s.result) // Respond copies: the table keeps s.result
 		} else {
 			req.Respond([]byte{statusStale})
 		}
@@ -530,7 +589,7 @@ func (r *Replica) apply(e *pb.Entry) {
 	r.sessions[c.client] = session{seq: c.seq, result: res}
 	if p, ok := r.pending[c.client]; ok && p.seq == c.seq {
 		delete(r.pending, c.client)
-		p.answer(slices.Clone(res)) // the endpoint owns what it sends; the table keeps res
+		p.answer(res) // Respond copies (and done only reads it): the table keeps res
 	}
 }
 

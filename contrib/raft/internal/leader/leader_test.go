@@ -12,12 +12,23 @@ import (
 	"github.com/erpc-go/erpc/transport/memnet"
 )
 
-func listen(t *testing.T, n *memnet.Network) *erpc.Endpoint {
+// listen opens an endpoint on n that serves fn as "do", or, with fn nil,
+// a client endpoint.
+func listen(t *testing.T, n *memnet.Network, fn func(context.Context, []byte) ([]byte, error)) *erpc.Endpoint {
 	tr, err := n.Listen("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ep, err := erpc.Listen("", erpc.WithTransport(tr))
+	var ep *erpc.Endpoint
+	if fn == nil {
+		ep, err = erpc.Listen("", erpc.WithTransport(tr))
+	} else {
+		srv := erpc.NewServer()
+		if err := srv.Handle("do", fn); err != nil {
+			t.Fatal(err)
+		}
+		ep, err = srv.Listen("", erpc.WithTransport(tr))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,21 +40,21 @@ func listen(t *testing.T, n *memnet.Network) *erpc.Endpoint {
 // the leader first says "retry", then answers; a dead replica is skipped.
 func TestRouterFollowsRedirectsAndRetries(t *testing.T) {
 	n := memnet.NewNetwork(1, memnet.LinkConfig{})
-	follower, leaderEP, client := listen(t, n), listen(t, n), listen(t, n)
-	dead := listen(t, n)
-	deadAddr := dead.Addr().String()
-	dead.Close()
-	leaderAddr := leaderEP.Addr().String()
-	follower.Handle("do", func(context.Context, []byte) ([]byte, error) {
-		return append([]byte{StatusNotLeader}, leaderAddr...), nil
-	})
 	var tries atomic.Int32
-	leaderEP.Handle("do", func(_ context.Context, req []byte) ([]byte, error) {
+	leaderEP := listen(t, n, func(_ context.Context, req []byte) ([]byte, error) {
 		if tries.Add(1) == 1 {
 			return []byte{StatusRetry}, nil
 		}
 		return append([]byte{StatusOK}, req...), nil
 	})
+	leaderAddr := leaderEP.Addr().String()
+	follower := listen(t, n, func(context.Context, []byte) ([]byte, error) {
+		return append([]byte{StatusNotLeader}, leaderAddr...), nil
+	})
+	client := listen(t, n, nil)
+	dead := listen(t, n, nil)
+	deadAddr := dead.Addr().String()
+	dead.Close()
 	r := NewRouter(client, []string{deadAddr, follower.Addr().String(), leaderAddr})
 	r.AttemptTimeout = 100 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -66,8 +77,8 @@ func TestRouterFollowsRedirectsAndRetries(t *testing.T) {
 
 func TestRouterGivesUp(t *testing.T) {
 	n := memnet.NewNetwork(1, memnet.LinkConfig{})
-	srv, client := listen(t, n), listen(t, n)
-	srv.Handle("do", func(context.Context, []byte) ([]byte, error) { return []byte{StatusNotLeader}, nil })
+	srv := listen(t, n, func(context.Context, []byte) ([]byte, error) { return []byte{StatusNotLeader}, nil })
+	client := listen(t, n, nil)
 	r := NewRouter(client, []string{srv.Addr().String()})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
@@ -82,11 +93,14 @@ func TestRouterGivesUp(t *testing.T) {
 func TestRouterRedialsARestartedReplica(t *testing.T) {
 	name := fmt.Sprintf("mem://leader-test-%d", time.Now().UnixNano())
 	serve := func(answer string) *erpc.Endpoint {
-		ep, err := erpc.Listen(name)
+		srv := erpc.NewServer()
+		if err := srv.Handle("do", func(context.Context, []byte) ([]byte, error) { return []byte{StatusOK, answer[0]}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		ep, err := srv.Listen(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ep.Handle("do", func(context.Context, []byte) ([]byte, error) { return []byte{StatusOK, answer[0]}, nil })
 		return ep
 	}
 	first := serve("1")

@@ -1,6 +1,7 @@
 // Package localnet names the erpc addresses of a cluster whose replicas all
 // run in this process, on one of the networks the tests and benchmarks use:
-// UDP loopback, shm (unix sockets in a temporary directory) or memnet.
+// UDP loopback, shm (unix sockets in a temporary directory) or memnet; and
+// opens endpoints on them that lose packets, for the tests of loss.
 package localnet
 
 import (
@@ -11,6 +12,10 @@ import (
 	"strings"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/internal/faults"
+	"github.com/erpc-go/erpc/transport"
+	"github.com/erpc-go/erpc/transport/memnet"
+	"github.com/erpc-go/erpc/transport/shm"
 )
 
 // Net hands out listen addresses on one network.
@@ -78,4 +83,43 @@ func Dialable(listen string, ep *erpc.Endpoint) string {
 		return listen
 	}
 	return ep.Addr().String()
+}
+
+// Advertise is what peers dial to reach an endpoint that will listen on
+// listen, where that is known before it listens: a memnet or shm name as
+// given; "" for UDP, whose port the endpoint picks (its Target, or
+// Dialable, gives it once it listens).
+func Advertise(listen string) string {
+	if strings.HasPrefix(listen, "mem://") || strings.HasPrefix(listen, "shm://") {
+		return listen
+	}
+	return ""
+}
+
+// Lossy opens the transport that an endpoint listening on addr (any form
+// erpc.Listen takes) would use, wrapped so that it drops each datagram it
+// sends with probability p (erpc's fault injection, internal/faults). Give
+// it to erpc.WithTransport; the endpoint's Target is then the transport's
+// address, so peers should dial the name (Advertise) where there is one.
+func Lossy(addr string, p float64, seed uint64) (transport.Transport, error) {
+	scheme, rest, found := strings.Cut(addr, "://")
+	if !found {
+		scheme, rest = "udp", addr
+	}
+	var tr transport.Transport
+	var err error
+	switch scheme {
+	case "udp":
+		return faults.UDP(rest, p, seed)
+	case "mem":
+		tr, err = memnet.Default().Listen(rest)
+	case "shm":
+		tr, err = shm.Listen(rest, shm.Options{})
+	default:
+		err = fmt.Errorf("localnet: unknown transport in %q", addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return faults.Lossy(tr, p, seed), nil
 }

@@ -22,11 +22,14 @@ func TestDialable(t *testing.T) {
 			t.Fatal(err)
 		}
 		listen := n.Listen(0)
-		srv, err := erpc.Listen(listen)
+		es := erpc.NewServer()
+		if err := es.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil }); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := es.Listen(listen)
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
 		s, err := erpc.Dial(t.Context(), Dialable(listen, srv))
 		if err != nil {
 			t.Fatalf("%s: %v", network, err)
@@ -45,5 +48,61 @@ func TestDialable(t *testing.T) {
 	}
 	if _, err := New("carrier-pigeon", "localnet"); err == nil {
 		t.Fatal("unknown network accepted")
+	}
+}
+
+// TestLossy: a server on a lossy transport, on each network, is reached at
+// its advertised address (or its bound one, for UDP), every call succeeds,
+// and the loss shows in the client's retransmissions.
+func TestLossy(t *testing.T) {
+	networks := []string{"udp", "mem"}
+	if runtime.GOOS == "linux" {
+		networks = append(networks, "shm")
+	}
+	for _, network := range networks {
+		n, err := New(network, "lossy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listen := n.Listen(0)
+		tr, err := Lossy(listen, 0.2, 1)
+		if err != nil {
+			t.Fatalf("%s: %v", network, err)
+		}
+		es := erpc.NewServer()
+		if err := es.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil }); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := es.Listen(listen, erpc.WithTransport(tr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := Advertise(listen)
+		if target == "" {
+			target = Dialable(listen, srv)
+		}
+		cli, err := erpc.Listen(Client(network))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := cli.Dial(t.Context(), target)
+		if err != nil {
+			t.Fatalf("%s: %v", network, err)
+		}
+		for i := range 50 {
+			want := []byte{byte(i)}
+			if got, err := s.Call(t.Context(), "Echo", want, nil); err != nil || string(got) != string(want) {
+				t.Fatalf("%s: call %d: %q, %v", network, i, got, err)
+			}
+		}
+		if cli.Stats().Retransmits == 0 {
+			t.Errorf("%s: 50 calls through 20%% loss, and no retransmission", network)
+		}
+		cli.Close()
+		srv.Close()
+		n.Close()
+	}
+	if _, err := Lossy("pigeon://x", 0.1, 1); err == nil {
+		t.Fatal("unknown transport accepted")
 	}
 }

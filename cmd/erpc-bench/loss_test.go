@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestErpcLoss: -loss drops packets on both endpoints of every erpc
+// transport, and erpc recovers: every call completes, and the client
+// retransmitted.
+func TestErpcLoss(t *testing.T) {
+	transports := []string{"udp", "memnet"}
+	if runtime.GOOS == "linux" {
+		transports = append(transports, "shm")
+	}
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) {
+			const loss = 0.05
+			srv, err := newErpcServer(srvConfig{system: "erpc", transport: tr, loss: loss})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.close()
+			cli, err := newErpcClient(srv.addr(), tr, &config{}, loss, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			req := payload(32)
+			for i := range 200 {
+				resp, err := cli.sessions[0].Call(ctx, "Echo", req, nil)
+				if err != nil || string(resp) != string(req) {
+					t.Fatalf("call %d: %d bytes, %v", i, len(resp), err)
+				}
+			}
+			if n := cli.ep.Stats().Retransmits; n == 0 {
+				t.Fatalf("200 calls through %v loss each way, and no retransmission", loss)
+			}
+		})
+	}
+}
