@@ -43,21 +43,23 @@ func TestCallAllocs(t *testing.T) {
 func testCallAllocs(t *testing.T, n rpctest.Net) {
 	srv := n.Listen(t, rawEcho(t))
 	s := dialT(t, n, n.Listen(t, nil), srv)
-	req, resp := make([]byte, 32), make([]byte, 0, 64)
 	ctx := context.Background()
-	for _, method := range []string{"Echo", "EchoInPlace"} {
-		for range 1000 {
-			resp, _ = s.Call(ctx, method, req, resp)
-		}
-		allocs := testing.AllocsPerRun(2000, func() {
-			var err error
-			if resp, err = s.Call(ctx, method, req, resp); err != nil {
-				t.Fatal(err)
+	for _, size := range []int{32, 64 << 10} {
+		req, resp := make([]byte, size), make([]byte, 0, size)
+		for _, method := range []string{"Echo", "EchoInPlace"} {
+			for range 300 {
+				resp, _ = s.Call(ctx, method, req, resp)
 			}
-		})
-		t.Logf("%s: %.3f allocations per call (client + server + transport)", method, allocs)
-		if allocs > 0.05 {
-			t.Fatalf("%s: %.3f allocations per call, want 0", method, allocs)
+			allocs := testing.AllocsPerRun(1000, func() {
+				var err error
+				if resp, err = s.Call(ctx, method, req, resp); err != nil {
+					t.Fatal(err)
+				}
+			})
+			t.Logf("%s, %d B: %.3f allocations per call (client + server + transport)", method, size, allocs)
+			if allocs > 0.05 {
+				t.Fatalf("%s, %d B: %.3f allocations per call, want 0", method, size, allocs)
+			}
 		}
 	}
 }

@@ -157,7 +157,7 @@ func newEndpoint(tr transport.Transport, scheme, target string, handlers *handle
 		loopDone: make(chan struct{}),
 	}
 	ep.workers = newWorkerPool(ep, o.workers, o.queue)
-	ep.loop.init()
+	ep.loop.init(handlers)
 	ep.watch.init()
 	go ep.run()
 	return ep

@@ -23,6 +23,7 @@ func Background() HandlerOption { return func(h *handler) { h.background = true 
 
 type handler struct {
 	name       string
+	idx        int // dense, per server: an endpoint's per-method state
 	background bool
 	run        func(r Request) // answers r, at once or later
 }
@@ -31,6 +32,7 @@ type handler struct {
 // without a lock: it no longer changes.
 type handlerTable struct {
 	byID map[uint32]*handler
+	n    int // handlers (a typed one is under two IDs)
 }
 
 func (t *handlerTable) lookup(id uint32) *handler {

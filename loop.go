@@ -14,6 +14,7 @@ import (
 type loopState struct {
 	sessions   map[proto.SessionID]*Session // client sessions by engine ID
 	reqFree    []*request
+	respHint   []int // per handler: its last response built in response memory
 	msgs       []transport.Message
 	gone       []netip.AddrPort
 	now        proto.Time
@@ -25,8 +26,11 @@ type loopState struct {
 	spin       spinWindow
 }
 
-func (l *loopState) init() {
+func (l *loopState) init(handlers *handlerTable) {
 	l.sessions = make(map[proto.SessionID]*Session)
+	if handlers != nil {
+		l.respHint = make([]int, handlers.n)
+	}
 }
 
 // run is the event loop: receive a batch, run timers, dispatch events and

@@ -47,7 +47,7 @@ type request struct {
 
 	// The answer, written by the one goroutine that wins the answer and
 	// read by the loop after it.
-	out    []byte // ResponseBuffer memory, and where a response is copied
+	out    []byte // ResponseBuffer memory, and where a response is copied: from the engine's pool
 	resp   []byte
 	status uint8
 }
@@ -245,9 +245,10 @@ func (r *request) release(onLoop bool) {
 	r.peer, r.dl, r.hasDL = netip.AddrPort{}, time.Time{}, false
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
-	if cap(r.out) > outKeep {
-		r.out = nil
+	if r.out != nil && onLoop {
+		ep.eng.Recycle(r.out)
 	}
+	r.out = nil
 	if onLoop {
 		if len(ep.loop.reqFree) < maxPooledRequests {
 			ep.loop.reqFree = append(ep.loop.reqFree, r)
@@ -257,12 +258,8 @@ func (r *request) release(onLoop bool) {
 	ep.reqReturned.put(r)
 }
 
-// outKeep is the largest response buffer a pooled request keeps; larger
-// responses get memory of their own each time.
-const outKeep = 4 << 10
-
-// maxPooledRequests bounds the requests kept for reuse (each holds at most
-// outKeep bytes of response buffer).
+// maxPooledRequests bounds the requests kept for reuse (each a small
+// struct: their buffers go back to the engine's pool).
 const maxPooledRequests = 1024
 
 // returnedRequests is where goroutines other than the loop give back
@@ -309,6 +306,12 @@ func (ep *Endpoint) newRequest(h proto.ReqHandle, hd *handler) *request {
 	r.handler = hd
 	r.h = h
 	r.data = h.Data()
+	// Response memory from the pool, as large as this method's last
+	// response that needed it: a handler that builds its answer in
+	// ResponseBuffer (or whose answer Respond copies) allocates nothing.
+	if n := ep.loop.respHint[hd.idx]; n > 0 {
+		r.out = ep.eng.Buffer(n)[:0]
+	}
 	r.peer = h.Peer()
 	if d, ok := h.Deadline(); ok {
 		r.dl, r.hasDL = ep.wallTime(d), true
@@ -317,27 +320,29 @@ func (ep *Endpoint) newRequest(h proto.ReqHandle, hd *handler) *request {
 	return r
 }
 
-// sendAnswer gives the engine a request's answer (on the loop). The
-// response buffer the engine takes over is replaced from its pool, so a
-// steady stream of answers allocates nothing.
+// sendAnswer gives the engine a request's answer (on the loop). Response
+// memory the engine does not take goes back to its pool, and the method's
+// hint learns how much the next request should be given.
 func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	resp := r.resp
-	gave, outCap := proto.Within(resp, r.out), cap(r.out)
+	gave := proto.Within(resp, r.out)
+	hint := 0
+	if gave {
+		hint = len(resp)
+	}
 	err := ep.eng.Respond(now, r.h, r.status, resp)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
 		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))
 		gave = false
 		err = ep.eng.Respond(now, r.h, uint8(Internal), []byte(msg))
 	}
-	switch {
-	case err == nil && gave: // the engine keeps that memory now: take another
-		r.out = nil
-		if outCap <= outKeep {
-			r.out = ep.eng.Buffer(outCap)[:0]
-		}
-	case err != nil && !errors.Is(err, proto.ErrRequestGone):
+	if err != nil && !errors.Is(err, proto.ErrRequestGone) {
 		ep.log.Error("erpc: dropping response", "method", r.handler.name, "err", err)
 	}
+	if gave && err == nil {
+		r.out = nil // the engine keeps it now
+	}
+	ep.loop.respHint[r.handler.idx] = hint
 	r.data, r.resp = nil, nil
 	r.end(context.Canceled)
 	r.release(true)

@@ -83,5 +83,7 @@ func (s *Server) register(h *handler, extra ...uint32) error {
 	for _, id := range ids {
 		s.table.byID[id] = h
 	}
+	h.idx = s.table.n
+	s.table.n++
 	return nil
 }
