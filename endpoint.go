@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,6 +26,7 @@ import (
 // several cores.
 type Endpoint struct {
 	opts   options
+	server *Server // nil: serves nothing
 	tr     transport.Transport
 	scheme string // "udp", "mem" or "shm"; "" for WithTransport
 	target string // what to Dial to reach this endpoint; "" if it cannot be dialed
@@ -70,20 +70,21 @@ func Listen(addr string, opt ...Option) (*Endpoint, error) {
 	return listen(addr, nil, opt)
 }
 
-func listen(addr string, handlers *handlerTable, opt []Option) (*Endpoint, error) {
+func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	o := defaultOptions()
 	for _, f := range opt {
 		f(&o)
 	}
 	o.resolve()
-	tr, scheme, target := o.transport, "", ""
+	tr, scheme := o.transport, ""
 	if tr == nil {
 		var err error
-		if tr, scheme, target, err = openTransport(addr, &o); err != nil {
+		if tr, err = openTransport(addr, &o); err != nil {
 			return nil, err
 		}
+		scheme, _ = splitTarget(addr)
 	}
-	return newEndpoint(tr, scheme, target, handlers, o), nil
+	return newEndpoint(tr, scheme, srv, o), nil
 }
 
 // splitTarget separates an address's scheme ("udp" if none) from the rest.
@@ -94,44 +95,54 @@ func splitTarget(addr string) (scheme, rest string) {
 	return "udp", addr
 }
 
-func openTransport(addr string, o *options) (tr transport.Transport, scheme, target string, err error) {
+func openTransport(addr string, o *options) (transport.Transport, error) {
 	scheme, rest := splitTarget(addr)
 	switch scheme {
 	case "udp":
 		if _, _, err := net.SplitHostPort(rest); err != nil {
-			return nil, "", "", &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: want host:port (port 0 picks one)", addr), Cause: err}
+			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: want host:port (port 0 picks one)", addr), Cause: err}
 		}
 		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf})
 		if err != nil {
-			return nil, "", "", &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}
-		return u, scheme, "udp://" + u.LocalAddr().String(), nil
+		return u, nil
 	case "mem":
 		m, err := memnet.Default().Listen(rest)
 		if err != nil {
-			return nil, "", "", &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}
-		name := rest
-		if name == "" || name == ":0" {
-			name = m.LocalAddr().String()
-		}
-		return m, scheme, "mem://" + name, nil
+		return m, nil
 	case "shm":
 		s, err := shm.Listen(rest, shm.Options{})
 		if err != nil {
-			return nil, "", "", &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}
-		if rest == "" {
-			return s, scheme, "", nil
-		}
-		abs, _ := filepath.Abs(rest)
-		return s, scheme, "shm://" + abs, nil
+		return s, nil
 	}
-	return nil, "", "", &Error{Code: InvalidArgument,
+	return nil, &Error{Code: InvalidArgument,
 		Msg: fmt.Sprintf("listen on %q: unknown transport %q (want udp://, mem:// or shm://)", addr, scheme)}
 }
 
-func newEndpoint(tr transport.Transport, scheme, target string, handlers *handlerTable, o options) *Endpoint {
+// targetOf is the transport's dialable address, and its scheme if scheme
+// is not known already, when the transport says (transport.Targeter).
+func targetOf(tr transport.Transport, scheme string) (string, string) {
+	var target string
+	if t, ok := tr.(transport.Targeter); ok {
+		target = t.Target()
+	}
+	if s, _, ok := strings.Cut(target, "://"); ok && scheme == "" {
+		scheme = s
+	}
+	return target, scheme
+}
+
+func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) *Endpoint {
+	var handlers *handlerTable
+	if srv != nil {
+		handlers = srv.table
+	}
+	target, scheme := targetOf(tr, scheme)
 	cfg := o.engine
 	if cfg.MaxPacketSize <= 0 {
 		cfg.MaxPacketSize = 1472
@@ -142,10 +153,8 @@ func newEndpoint(tr transport.Transport, scheme, target string, handlers *handle
 	// The wire format carries at most 64 KiB of data per packet.
 	cfg.MaxPacketSize = min(cfg.MaxPacketSize, tr.MaxDatagram(), wire.HeaderLen+0xFFFF)
 	cfg.NotServing = handlers == nil
-	if target == "" && scheme == "" {
-		target = tr.LocalAddr().String()
-	}
 	ep := &Endpoint{
+		server:   srv,
 		opts:     o,
 		tr:       tr,
 		scheme:   scheme,
@@ -169,8 +178,13 @@ func (ep *Endpoint) Addr() netip.AddrPort { return ep.tr.LocalAddr() }
 
 // Target is what to pass to Dial to reach this endpoint, with its scheme:
 // "udp://127.0.0.1:31850", "mem://name", "shm:///path/to/socket". It is
-// empty for an endpoint that cannot be dialed (a client-only shm one).
+// empty for an endpoint that cannot be dialed (a client-only shm one), or
+// whose transport (WithTransport) does not say (transport.Targeter).
 func (ep *Endpoint) Target() string { return ep.target }
+
+// Server is the server whose handlers the endpoint serves, nil for an
+// endpoint that only makes calls.
+func (ep *Endpoint) Server() *Server { return ep.server }
 
 // now is the engine's clock: monotonic time since the endpoint started.
 func (ep *Endpoint) now() proto.Time { return proto.Time(time.Since(ep.start)) }

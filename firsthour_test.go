@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/internal/faults"
+	"github.com/erpc-go/erpc/transport/memnet"
 )
 
 // The tests of this file each cover a trap a new user fell into (issue
@@ -521,4 +523,76 @@ func TestCloseFromBackgroundHandler(t *testing.T) {
 			t.Fatalf("%s from a background handler did not return", how)
 		}
 	}
+}
+
+// TestTargets: every endpoint that can be dialed says what to dial, with
+// its scheme, also when its transport was given with WithTransport (and
+// wrapped, as the fault injector does); and it knows its Server.
+func TestTargets(t *testing.T) {
+	checkLeaks(t)
+	ctx := context.Background()
+	h := serverWith(t, "Echo", echoHandler)
+	net := memnet.NewNetwork(1, memnet.LinkConfig{})
+	named, err := net.Listen("named")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossless, err := faults.UDP("127.0.0.1:0", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		addr   string
+		opt    []erpc.Option
+		prefix string
+	}{
+		{"127.0.0.1:0", nil, "udp://127.0.0.1:"},
+		{"mem://" + t.Name(), nil, "mem://" + t.Name()},
+		{"", []erpc.Option{erpc.WithTransport(named)}, "mem://named"},
+		{"", []erpc.Option{erpc.WithTransport(lossless)}, "udp://127.0.0.1:"},
+		{"shm://" + filepath.Join(t.TempDir(), "t.sock"), nil, "shm:///"},
+	} {
+		ep, err := h.Listen(c.addr, c.opt...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(ep.Target(), c.prefix) || ep.Server() != h {
+			t.Errorf("Listen(%q): Target %q, want %q...; Server %p, want %p", c.addr, ep.Target(), c.prefix, ep.Server(), h)
+		}
+		cli, err := erpc.Listen("", erpc.WithTransport(mustListen(t, net)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.prefix == "mem://named" { // dial within that network
+			s, err := cli.Dial(ctx, ep.Target())
+			if err != nil {
+				t.Fatalf("dial %s: %v", ep.Target(), err)
+			}
+			if resp, err := call(t, s, "Echo", []byte("x")); err != nil || string(resp) != "x" {
+				t.Fatalf("call %s: %q %v", ep.Target(), resp, err)
+			}
+		} else {
+			s, err := erpc.Dial(ctx, ep.Target())
+			if err != nil {
+				t.Fatalf("dial %s: %v", ep.Target(), err)
+			}
+			if resp, err := call(t, s, "Echo", []byte("x")); err != nil || string(resp) != "x" {
+				t.Errorf("call %s: %q %v", ep.Target(), resp, err)
+			}
+			s.Close()
+		}
+		cli.Close()
+		ep.Close()
+	}
+	if ep := (udpNet{}).Listen(t, nil); ep.Server() != nil {
+		t.Errorf("a calls-only endpoint has a server")
+	}
+}
+
+func mustListen(t *testing.T, n *memnet.Network) *memnet.Transport {
+	tr, err := n.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
 }

@@ -34,9 +34,8 @@ func NewServer() *Server {
 func (s *Server) Listen(addr string, opt ...Option) (*Endpoint, error) {
 	s.mu.Lock()
 	s.serving = true
-	t := s.table
 	s.mu.Unlock()
-	return listen(addr, t, opt)
+	return listen(addr, s, opt)
 }
 
 // Methods lists the methods registered so far, sorted.

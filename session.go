@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,10 +44,11 @@ type Session struct {
 	nextAttempt proto.Time
 }
 
-// Dial opens a session from ep to the endpoint at target, in the form
-// Listen takes, of the same transport as ep ("host:port" or
-// "udp://host:port", "mem://name", "shm:///path/to/socket"; an endpoint's
-// Target gives it), and waits until the server accepts it or ctx ends.
+// Dial opens a session from ep to the endpoint at target, of the same
+// transport as ep: its Target ("udp://host:port", "mem://name",
+// "shm:///path/to/socket"), or an address of ep's transport without a
+// scheme ("host:port"). It waits until the server accepts the session or
+// ctx ends.
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	if ep.onLoop() {
 		return nil, errOnLoop("Dial", "dial before serving, from a Background handler, or from another goroutine")
@@ -106,6 +108,9 @@ func (ep *Endpoint) resolve(target string) (netip.AddrPort, error) {
 		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: ", target) + fmt.Sprintf(format, args...)}
 	}
 	scheme, rest := splitTarget(target)
+	if !strings.Contains(target, "://") {
+		scheme = ep.scheme // an address of the endpoint's own transport
+	}
 	switch {
 	case target == "":
 		return netip.AddrPort{}, bad("empty target (want host:port, mem://name or shm:///path)")

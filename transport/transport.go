@@ -77,6 +77,14 @@ type Poller interface {
 	Poll(n int, idle func() bool) bool
 }
 
+// Targeter is implemented by transports that know what a peer passes to
+// erpc's Dial to reach them, with the scheme: "udp://127.0.0.1:31850",
+// "mem://name", "shm:///path/to/socket". An endpoint's Target comes from
+// it; "" means the transport cannot be dialed (a client-only one).
+type Targeter interface {
+	Target() string
+}
+
 // PacketSizer is implemented by transports that prefer a datagram size of
 // their own: a network transport wants datagrams that fit the path MTU, a
 // shared-memory one wants large ones. Without it, endpoints use 1472 bytes,

@@ -61,6 +61,13 @@ func (l *lossy) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	return dst
 }
 
+func (l *lossy) Target() string {
+	if t, ok := l.Transport.(transport.Targeter); ok {
+		return t.Target()
+	}
+	return ""
+}
+
 func (l *lossy) PacketSize() int {
 	if ps, ok := l.Transport.(transport.PacketSizer); ok {
 		return ps.PacketSize()

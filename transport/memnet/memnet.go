@@ -194,6 +194,18 @@ func (t *Transport) LocalAddr() netip.AddrPort { return t.addr }
 // MaxDatagram is the largest datagram the transport carries.
 func (t *Transport) MaxDatagram() int { return DefaultMaxDatagram }
 
+// Target is what a peer on the same network dials to reach the transport:
+// "mem://" and its name, or its address if it has none. (erpc's
+// package-level Dial of a "mem://" target uses the Default network.)
+func (t *Transport) Target() string {
+	if t.name != "" && t.name != ":0" {
+		if _, err := netip.ParseAddrPort(t.name); err != nil {
+			return "mem://" + t.name
+		}
+	}
+	return "mem://" + t.addr.String()
+}
+
 // Resolve resolves a name on the transport's network.
 func (t *Transport) Resolve(name string) (netip.AddrPort, error) { return t.net.Resolve(name) }
 

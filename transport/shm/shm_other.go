@@ -52,3 +52,6 @@ func (t *Transport) Stats() Stats { return Stats{} }
 
 // Close does nothing.
 func (t *Transport) Close() error { return nil }
+
+// Target is "": the transport is not supported here.
+func (t *Transport) Target() string { return "" }

@@ -116,6 +116,9 @@ func Listen(addr string, opts Options) (*Transport, error) {
 // interfaces).
 func (t *Transport) LocalAddr() netip.AddrPort { return t.local }
 
+// Target is what a peer dials to reach the transport ("udp://host:port").
+func (t *Transport) Target() string { return "udp://" + t.local.String() }
+
 // MaxDatagram is the largest datagram the transport carries.
 func (t *Transport) MaxDatagram() int { return MaxDatagram }
 
