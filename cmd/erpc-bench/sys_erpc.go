@@ -6,16 +6,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/erpc-go/erpc"
 	"github.com/erpc-go/erpc/internal/faults"
-	"github.com/erpc-go/erpc/transport"
-	"github.com/erpc-go/erpc/transport/memnet"
-	"github.com/erpc-go/erpc/transport/shm"
 )
 
 // erpc's busy-poll spin: long enough to cover the gaps inside a measured
@@ -43,7 +39,7 @@ func erpcOptions(busy bool, window int) []erpc.Option {
 // the transport addr names, opened here and given to the endpoint.
 func erpcListen(srv *erpc.Server, addr string, loss float64, opts []erpc.Option) (*erpc.Endpoint, error) {
 	if loss > 0 {
-		tr, err := lossyTransport(addr, loss, uint64(time.Now().UnixNano()))
+		tr, err := faults.Listen(addr, loss, uint64(time.Now().UnixNano()))
 		if err != nil {
 			return nil, err
 		}
@@ -53,32 +49,6 @@ func erpcListen(srv *erpc.Server, addr string, loss float64, opts []erpc.Option)
 		return erpc.Listen(addr, opts...)
 	}
 	return srv.Listen(addr, opts...)
-}
-
-// lossyTransport opens the transport of an endpoint on addr (udp, mem or
-// shm, as erpc.Listen takes it) that drops each datagram it sends with
-// probability p.
-func lossyTransport(addr string, p float64, seed uint64) (transport.Transport, error) {
-	scheme, rest, found := strings.Cut(addr, "://")
-	if !found {
-		scheme, rest = "udp", addr
-	}
-	var tr transport.Transport
-	var err error
-	switch scheme {
-	case "udp":
-		return faults.UDP(rest, p, seed)
-	case "mem":
-		tr, err = memnet.Default().Listen(rest)
-	case "shm":
-		tr, err = shm.Listen(rest, shm.Options{})
-	default:
-		err = fmt.Errorf("packet loss on %q: unknown transport", addr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return faults.Lossy(tr, p, seed), nil
 }
 
 // erpcListenAddr is where a server of the given transport listens.

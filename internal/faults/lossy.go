@@ -74,13 +74,3 @@ func (l *lossy) PacketSize() int {
 	}
 	return 1472
 }
-
-// UDP opens a UDP transport on addr that drops each datagram it sends with
-// probability p.
-func UDP(addr string, p float64, seed uint64) (transport.Transport, error) {
-	u, err := udpListen(addr)
-	if err != nil {
-		return nil, err
-	}
-	return Lossy(u, p, seed), nil
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/erpc-go/erpc"
 	erpcraft "github.com/erpc-go/erpc/contrib/raft"
 	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
+	"github.com/erpc-go/erpc/internal/faults"
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
@@ -220,7 +221,7 @@ func (c *Cluster) openTransport(n *node) error {
 func (c *Cluster) listen(srv *erpc.Server, addr string, opts ...erpc.Option) (*erpc.Endpoint, error) {
 	opts = append(slices.Clip(opts), c.cfg.EndpointOptions...)
 	if c.cfg.PacketLoss > 0 {
-		tr, err := localnet.Lossy(addr, c.cfg.PacketLoss, rand.Uint64())
+		tr, err := faults.Listen(addr, c.cfg.PacketLoss, rand.Uint64())
 		if err != nil {
 			return nil, err
 		}

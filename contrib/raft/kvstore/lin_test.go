@@ -14,7 +14,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/erpc-go/erpc"
-	"github.com/erpc-go/erpc/contrib/raft/internal/localnet"
+	"github.com/erpc-go/erpc/internal/faults"
 )
 
 // Linearizability of the store under faults, checked with porcupine.
@@ -119,7 +119,7 @@ func runWorkload(t *testing.T, lc linConfig) []porcupine.Operation {
 	for ci := range lc.clients {
 		copts := opts
 		if lc.loss > 0 {
-			tr, err := localnet.Lossy("mem://", lc.loss, lc.seed+uint64(ci))
+			tr, err := faults.Listen("mem://", lc.loss, lc.seed+uint64(ci))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,10 +12,6 @@ import (
 	"strings"
 
 	"github.com/erpc-go/erpc"
-	"github.com/erpc-go/erpc/internal/faults"
-	"github.com/erpc-go/erpc/transport"
-	"github.com/erpc-go/erpc/transport/memnet"
-	"github.com/erpc-go/erpc/transport/shm"
 )
 
 // Net hands out listen addresses on one network.
@@ -94,32 +90,4 @@ func Advertise(listen string) string {
 		return listen
 	}
 	return ""
-}
-
-// Lossy opens the transport that an endpoint listening on addr (any form
-// erpc.Listen takes) would use, wrapped so that it drops each datagram it
-// sends with probability p (erpc's fault injection, internal/faults). Give
-// it to erpc.WithTransport; the endpoint's Target is then the transport's
-// address, so peers should dial the name (Advertise) where there is one.
-func Lossy(addr string, p float64, seed uint64) (transport.Transport, error) {
-	scheme, rest, found := strings.Cut(addr, "://")
-	if !found {
-		scheme, rest = "udp", addr
-	}
-	var tr transport.Transport
-	var err error
-	switch scheme {
-	case "udp":
-		return faults.UDP(rest, p, seed)
-	case "mem":
-		tr, err = memnet.Default().Listen(rest)
-	case "shm":
-		tr, err = shm.Listen(rest, shm.Options{})
-	default:
-		err = fmt.Errorf("localnet: unknown transport in %q", addr)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return faults.Lossy(tr, p, seed), nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/internal/faults"
 )
 
 // TestDialable: an endpoint on each network is reached at the address
@@ -65,7 +66,7 @@ func TestLossy(t *testing.T) {
 			t.Fatal(err)
 		}
 		listen := n.Listen(0)
-		tr, err := Lossy(listen, 0.2, 1)
+		tr, err := faults.Listen(listen, 0.2, 1)
 		if err != nil {
 			t.Fatalf("%s: %v", network, err)
 		}
@@ -102,7 +103,7 @@ func TestLossy(t *testing.T) {
 		srv.Close()
 		n.Close()
 	}
-	if _, err := Lossy("pigeon://x", 0.1, 1); err == nil {
+	if _, err := faults.Listen("pigeon://x", 0.1, 1); err == nil {
 		t.Fatal("unknown transport accepted")
 	}
 }
