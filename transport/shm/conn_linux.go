@@ -29,9 +29,12 @@ import (
 // The handshake over the SOCK_SEQPACKET unix socket is two 64-byte
 // messages. The connector sends: magic, ring size R, its address (16 bytes
 // and a port), with SCM_RIGHTS [rings memfd, its doorbell memfd, its bell
-// eventfd]. The listener checks the memfd's size and header, maps both, and
-// answers: magic, status (0 ok, 1 already connected to that peer), its
-// address, with [its doorbell memfd, its bell]. Both close the memfds once
+// eventfd]. The listener checks each memfd's seals (F_SEAL_SHRINK and
+// F_SEAL_GROW: its size can never change, so a mapping of it cannot fault),
+// file system and size before mapping it, then the header (magic and R,
+// each read once: R is used as given in the hello), and answers: magic,
+// status (0 ok, 1 already connected to that peer), its address, with [its
+// doorbell memfd, its bell]. Both close the memfds once
 // mapped (and keep the peer's bell to ring it): the
 // memory lives as long as a mapping does, and appears in no file system.
 // After the handshake the socket carries nothing; it only signals the
@@ -74,9 +77,10 @@ func atomicU32(b []byte, off int) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
 }
 
-// newConn makes a connection over the rings in mem; it owns peerBell.
-func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, peerBell int, connector bool) *conn {
-	r := int(binary.LittleEndian.Uint64(mem[hdrRing:]))
+// newConn makes a connection over the rings in mem, pageSize+2*r bytes (r
+// as validated in the handshake: the header's copy is never read again);
+// it owns peerBell.
+func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, r int, peerBell int, connector bool) *conn {
 	c := &conn{peer: peer, sock: sock, mem: mem, peerDB: peerDB, peerBell: peerBell}
 	c.peerSleeping = atomicU32(peerDB, dbSleeping)
 	ring0 := mem[pageSize : pageSize+r : pageSize+r]
@@ -122,15 +126,19 @@ func (c *conn) unmap() {
 	}
 }
 
-// createShared makes a memfd of size bytes and maps it.
+// createShared makes a memfd of size bytes, seals its size and maps it.
 func createShared(name string, size int) (int, []byte, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return -1, nil, fmt.Errorf("shm: memfd_create: %w", err)
 	}
 	if err := unix.Ftruncate(fd, int64(size)); err != nil {
 		unix.Close(fd)
 		return -1, nil, fmt.Errorf("shm: ftruncate: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("shm: seal: %w", err)
 	}
 	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -140,13 +148,34 @@ func createShared(name string, size int) (int, []byte, error) {
 	return fd, mem, nil
 }
 
-// mapShared maps a memfd received from a peer, which must be size bytes.
+// mapShared maps a memfd received from a peer, which must be size bytes
+// and sealed so that its size cannot change: a mapping beyond the end of a
+// file faults with SIGBUS. The seals are checked first: F_GET_SEALS
+// succeeds only on a memfd (no file system is called), and once SHRINK and
+// GROW are set they stay, so the size checked after them holds for good.
 func mapShared(fd, size int) ([]byte, error) {
+	const need = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shm: peer's shared memory is not a memfd: %w", err)
+	}
+	if seals&need != need {
+		return nil, fmt.Errorf("shm: peer's shared memory is not sealed against resizing (seals %#x)", seals)
+	}
+	// A sealed file is on tmpfs or hugetlbfs; hugetlbfs pages can run out
+	// at fault time (SIGBUS again).
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return nil, fmt.Errorf("shm: fstatfs: %w", err)
+	}
+	if fs.Type != unix.TMPFS_MAGIC {
+		return nil, fmt.Errorf("shm: peer's shared memory is on file system %#x, not tmpfs", fs.Type)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("shm: fstat: %w", err)
 	}
-	if st.Size != int64(size) {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(size) {
 		return nil, fmt.Errorf("shm: peer's shared memory is %d bytes, want %d", st.Size, size)
 	}
 	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
@@ -194,15 +223,15 @@ func readMsg(s *net.UnixConn, maxFDs int) ([]byte, []int, error) {
 
 // parseHello checks a connector's hello (magic, ring size, address) and
 // returns its ring size and address.
-func parseHello(b []byte) (ring uint64, peer netip.AddrPort, err error) {
+func parseHello(b []byte) (ring int, peer netip.AddrPort, err error) {
 	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
 		return 0, peer, errHandshake
 	}
-	ring = binary.LittleEndian.Uint64(b[8:])
-	if ring < minRingSize || ring > maxRingSize || ring&(ring-1) != 0 {
+	r := binary.LittleEndian.Uint64(b[8:])
+	if r < minRingSize || r > maxRingSize || r&(r-1) != 0 {
 		return 0, peer, errHandshake
 	}
-	return ring, getAddr(b[16:]), nil
+	return int(r), getAddr(b[16:]), nil
 }
 
 func closeAll(fds []int) {
@@ -286,7 +315,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, err
 	}
 	s.SetDeadline(time.Time{})
-	c := newConn(peer, s, mem, peerDB, fds[1], true)
+	c := newConn(peer, s, mem, peerDB, t.ringSize, fds[1], true)
 	if err := t.register(c); err != nil {
 		unix.Close(c.peerBell)
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
@@ -333,11 +362,13 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	reply := make([]byte, helloSize)
 	binary.LittleEndian.PutUint64(reply, memMagic)
 	putAddr(reply[16:], t.local)
-	mem, err := mapShared(fds[0], pageSize+2*int(ring))
+	mem, err := mapShared(fds[0], pageSize+2*ring)
 	if err != nil {
 		return err
 	}
-	if binary.LittleEndian.Uint64(mem[hdrMagic:]) != memMagic || binary.LittleEndian.Uint64(mem[hdrRing:]) != ring {
+	// Each word read once: the peer may change them at any time.
+	magic, r := binary.LittleEndian.Uint64(mem[hdrMagic:]), binary.LittleEndian.Uint64(mem[hdrRing:])
+	if magic != memMagic || r != uint64(ring) {
 		unix.Munmap(mem)
 		return errHandshake
 	}
@@ -346,7 +377,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		unix.Munmap(mem)
 		return err
 	}
-	c := newConn(peer, s, mem, peerDB, bell, false)
+	c := newConn(peer, s, mem, peerDB, ring, bell, false)
 	ok = true // c owns the bell
 	if err := t.register(c); err != nil {
 		c.unmap()
