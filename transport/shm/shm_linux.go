@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,12 +29,14 @@ const (
 	maxRingSize = min(1<<30, math.MaxInt/4+1) // 512 MiB on 32-bit systems
 	maxDatagram = 256 << 10
 
-	handshakeTimeout = 5 * time.Second
-	redialInterval   = 20 * time.Millisecond
+	redialInterval = 20 * time.Millisecond
+
+	// maxDrain bounds the bell datagrams one wake-up reads.
+	maxDrain = 64
 )
 
 // Transport is one endpoint's shared-memory attachment: its listening
-// socket (if any), its doorbell page, and one connection per peer. Receive,
+// socket (if any), its bell, and one connection per peer. Receive,
 // Send, Wait and GonePeers are for the endpoint's loop; Wake, Close,
 // Resolve, LocalAddr and Stats may be called from any goroutine.
 type Transport struct {
@@ -43,18 +46,19 @@ type Transport struct {
 	local    netip.AddrPort
 	ln       *net.UnixListener
 
-	// Our doorbell: a page of shared memory passed to every peer, with
-	// the sleeping word, and our bell, an eventfd passed too. A peer that
-	// publishes a record while sleeping is set rings the bell. Wait reads
-	// the bell through the Go netpoller, so a sleeping loop holds no
-	// thread and no P: other goroutines of the process keep running, even
-	// with GOMAXPROCS 1 (a blocking futex would hold the P until the
-	// runtime's monitor noticed, tens of microseconds to 10 ms later).
-	db       []byte
-	dbFD     int
-	sleeping *atomic.Uint32
-	bell     *os.File // our eventfd, registered with the netpoller
-	bellFD   int      // the same descriptor, to pass and to ring
+	// Our bell: a unix datagram socket bound to an abstract address. Each
+	// peer gets a socket of its own connected to it, and rings it when it
+	// publishes a record while our sleeping word in their connection is
+	// set. Wait reads the bell through the Go netpoller, so a sleeping
+	// loop holds no thread and no P: other goroutines of the process keep
+	// running, even with GOMAXPROCS 1 (a blocking futex would hold the P
+	// until the runtime's monitor noticed, tens of microseconds to 10 ms
+	// later).
+	bell     *os.File // the receiving socket, registered with the netpoller
+	bellRC   syscall.RawConn
+	bellAddr *unix.SockaddrUnix
+	selfBell int                   // a socket connected to our bell: Wake and Close ring it
+	drain    func(fd uintptr) bool // t.drainBell, made once
 	bellBuf  [8]byte
 
 	wakePending atomic.Bool // Wake was called; the next Wait returns at once
@@ -97,8 +101,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 	t := &Transport{
 		opts:       opts,
 		ringSize:   ringSizeOf(opts.RingSize),
-		dbFD:       -1,
-		bellFD:     -1,
+		selfBell:   -1,
 		paths:      make(map[string]netip.AddrPort),
 		known:      make(map[netip.AddrPort]string),
 		redialed:   make(map[netip.AddrPort]time.Time),
@@ -106,16 +109,19 @@ func Listen(path string, opts Options) (*Transport, error) {
 	}
 	t.maxDgram = min(t.ringSize/16, maxDatagram)
 	t.snap.Store(&snapshot{})
-	var err error
-	if t.dbFD, t.db, err = createShared("erpc-shm-doorbell", pageSize); err != nil {
+	t.drain = t.drainBell
+	bellFD, bellAddr, err := newBellReceiver()
+	if err != nil {
 		return nil, err
 	}
-	t.sleeping = atomicU32(t.db, dbSleeping)
-	if t.bellFD, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-		t.release0()
-		return nil, fmt.Errorf("shm: eventfd: %w", err)
+	t.bell, t.bellAddr = os.NewFile(uintptr(bellFD), "erpc-shm-bell"), bellAddr
+	if t.bellRC, err = t.bell.SyscallConn(); err == nil {
+		t.selfBell, err = t.newBellSender()
 	}
-	t.bell = os.NewFile(uintptr(t.bellFD), "erpc-shm-bell")
+	if err != nil {
+		t.release0()
+		return nil, err
+	}
 	if path == "" {
 		t.local = clientAddr()
 		return t, nil
@@ -345,9 +351,10 @@ func (t *Transport) Poll(n int, idle func() bool) bool {
 }
 
 // Wait returns when a peer has published records, deadline passes, or Wake
-// or Close is called. It polls for Options.Spin, then sets the sleeping
-// word of its doorbell, checks the rings once more (a peer that published
-// before seeing the word set did not ring) and sleeps until its bell rings.
+// or Close is called. It polls for Options.Spin, then sets its sleeping
+// word in every connection, checks the rings once more (a peer that
+// published before seeing the word set did not ring) and sleeps until its
+// bell rings.
 func (t *Transport) Wait(deadline time.Time) error {
 	if !t.acquire() {
 		return transport.ErrClosed
@@ -381,17 +388,42 @@ func (t *Transport) Wait(deadline time.Time) error {
 		return nil
 	}
 	t.waiting.Store(true)
-	t.sleeping.Store(1)
+	// A connection registered after this snapshot wakes us (register
+	// calls Wake), so the words of these connections are enough.
+	conns := t.snap.Load().conns
+	for _, c := range conns {
+		c.sleeping.Store(1)
+	}
 	if !t.wakePending.Swap(false) && !t.closed.Load() && !t.ready() {
 		t.bell.SetReadDeadline(deadline)
-		t.bell.Read(t.bellBuf[:]) // a ring, the deadline, or Close's ring
+		t.bellRC.Read(t.drain) // a ring, the deadline, Wake or Close
 	}
-	t.sleeping.Store(0)
+	for _, c := range conns {
+		c.sleeping.Store(0)
+	}
 	t.waiting.Store(false)
 	if t.closed.Load() {
 		return transport.ErrClosed
 	}
 	return nil
+}
+
+// drainBell reads every datagram pending on the bell, then tells whether
+// Wait should return: a bell datagram is only a hint (it may be stale, or
+// come from anyone who can reach the socket), the rings, Wake and Close are
+// the facts. It returns false, to sleep on, only after the bell reported
+// nothing more to read, so that the netpoller sees the next datagram.
+func (t *Transport) drainBell(fd uintptr) bool {
+	for range maxDrain {
+		_, err := unix.Read(int(fd), t.bellBuf[:])
+		if err == unix.EAGAIN {
+			return t.wakePending.Swap(false) || t.closed.Load() || t.ready()
+		}
+		if err != nil && err != unix.EINTR {
+			return true
+		}
+	}
+	return true // more than maxDrain pending: return now rather than read on
 }
 
 // Wake makes a current or next Wait return.
@@ -400,7 +432,7 @@ func (t *Transport) Wake() {
 	if !t.waiting.Load() || !t.acquire() {
 		return
 	}
-	ringBell(t.bellFD)
+	ring(t.selfBell)
 	t.release()
 }
 
@@ -484,7 +516,7 @@ func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
-	ringBell(t.bellFD) // end a Wait in progress
+	ring(t.selfBell) // end a Wait in progress
 	if t.ln != nil {
 		t.ln.Close()
 	}
@@ -512,19 +544,15 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// release0 frees the doorbell and the bell.
+// release0 frees the bell.
 func (t *Transport) release0() {
 	if t.bell != nil {
 		t.bell.Close()
-		t.bell, t.bellFD = nil, -1
+		t.bell = nil
 	}
-	if t.db != nil {
-		unix.Munmap(t.db)
-		t.db = nil
-	}
-	if t.dbFD >= 0 {
-		unix.Close(t.dbFD)
-		t.dbFD = -1
+	if t.selfBell >= 0 {
+		unix.Close(t.selfBell)
+		t.selfBell = -1
 	}
 }
 
