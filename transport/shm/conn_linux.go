@@ -27,14 +27,19 @@ import (
 // connection before it sleeps, and a peer rings it only if it finds the
 // word of their connection set.
 //
-// The handshake over the SOCK_SEQPACKET unix socket is two 64-byte
+// The handshake over the SOCK_SEQPACKET unix socket is three 64-byte
 // messages, each starting with the magic:
 //
-//  1. The connector sends: ring size R, its address (16 bytes and a port),
+//  1. The listener greets the connector as soon as it accepts: status 0
+//     (ok) or 2 (full: MaxPeers reached; it closes the socket at once and
+//     the connector's Resolve fails with ErrFull). The connector sends
+//     nothing before the greeting, so a refused socket holds no unread
+//     data and costs the listener no goroutine.
+//  2. The connector sends: ring size R, its address (16 bytes and a port),
 //     with SCM_RIGHTS [rings memfd, bell socket]. The memfd is sealed with
 //     F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL; the bell socket is a fresh unix
 //     datagram socket connected to the connector's bell.
-//  2. The listener checks the memfd's seals (SHRINK and GROW: this also
+//  3. The listener checks the memfd's seals (SHRINK and GROW: this also
 //     proves a memfd), its file system (tmpfs, not hugetlbfs) and its size,
 //     all before mapping it; then the header (magic and R, each read once)
 //     and that the bell is a unix datagram socket. It answers: status (0
@@ -44,7 +49,7 @@ import (
 // Both close the memfd once mapped, and keep the bell socket the peer
 // passed to ring it (send, MSG_DONTWAIT): the memory lives as long as a
 // mapping does, and appears in no file system. The listener gives a
-// connection handshakeTimeout from its accept to step 2. After the
+// connection handshakeTimeout from its accept to step 3. After the
 // handshake the socket carries nothing; it only signals the peer's death
 // by closing.
 const (
@@ -62,6 +67,7 @@ const (
 
 	statusOK        = 0
 	statusDuplicate = 1
+	statusFull      = 2
 )
 
 // handshakeTimeout bounds a handshake, on both sides (a variable for the
@@ -297,20 +303,20 @@ func parseHello(b []byte) (ring int, peer netip.AddrPort, err error) {
 	return int(r), getAddr(b[16:]), nil
 }
 
-// parseReply checks a listener's reply (magic, status, address) and
-// returns its status and address.
+// parseReply checks a listener's greeting or reply (magic, status,
+// address) and returns its status and address.
 func parseReply(b []byte) (status uint64, peer netip.AddrPort, err error) {
 	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
 		return 0, peer, errHandshake
 	}
 	status = binary.LittleEndian.Uint64(b[8:])
-	if status != statusOK && status != statusDuplicate {
+	if status != statusOK && status != statusDuplicate && status != statusFull {
 		return 0, peer, errHandshake
 	}
 	return status, getAddr(b[16:]), nil
 }
 
-// listenerMsg is a reply: magic, status, our address.
+// listenerMsg is a greeting or reply: magic, status, our address.
 func (t *Transport) listenerMsg(status uint64) []byte {
 	b := make([]byte, helloSize)
 	binary.LittleEndian.PutUint64(b, memMagic)
@@ -325,8 +331,9 @@ func closeAll(fds []int) {
 	}
 }
 
-// dial connects to the endpoint listening at path: it creates the rings,
-// passes them and a bell socket, and checks the bell socket it gets back.
+// dial connects to the endpoint listening at path: it waits for the
+// greeting, creates the rings, passes them and a bell socket, and checks
+// the bell socket it gets back.
 func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	var zero netip.AddrPort
 	if !t.acquire() { // keeps our bell until the handshake is done
@@ -355,6 +362,18 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		}
 	}()
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
+	greeting, _, err := readMsg(s, 0)
+	if err != nil {
+		return zero, err
+	}
+	switch status, _, err := parseReply(greeting); {
+	case err != nil:
+		return zero, err
+	case status == statusFull:
+		return zero, fmt.Errorf("shm: %s: %w", path, ErrFull)
+	case status != statusOK:
+		return zero, errHandshake
+	}
 	fd, mem, err := createShared("erpc-shm", pageSize+2*t.ringSize)
 	if err != nil {
 		return zero, err
@@ -381,7 +400,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, err
 	}
 	status, peer, err := parseReply(reply)
-	if err != nil || (status == statusOK) != (len(fds) == 1) {
+	if err != nil || status == statusFull || (status == statusOK) != (len(fds) == 1) {
 		closeAll(fds)
 		return zero, errHandshake
 	}
@@ -402,7 +421,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	}
 	s.SetDeadline(time.Time{})
 	c := newConn(peer, s, mem, t.ringSize, fds[0], true)
-	if err := t.register(c); err != nil {
+	if err := t.register(c, false); err != nil {
 		unix.Close(c.peerBell)
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
 			t.remember(path, peer)
@@ -422,10 +441,27 @@ func (t *Transport) remember(path string, peer netip.AddrPort) {
 	t.mu.Unlock()
 }
 
+// refuse answers a connection beyond MaxPeers with a "full" greeting and
+// closes it. The send cannot block the accept loop: MSG_DONTWAIT, into a
+// socket nobody has written to yet.
+func (t *Transport) refuse(s *net.UnixConn) {
+	b := t.listenerMsg(statusFull)
+	if rc, err := s.SyscallConn(); err == nil {
+		rc.Write(func(fd uintptr) bool {
+			unix.Sendmsg(int(fd), b, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+			return true
+		})
+	}
+	s.Close()
+}
+
 // accept runs the listening side of the handshake on a new connection. It
 // returns nil once the connection is registered (then the watcher owns s).
 func (t *Transport) accept(s *net.UnixConn) error {
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
+	if _, _, err := s.WriteMsgUnix(t.listenerMsg(statusOK), nil, nil); err != nil {
+		return fmt.Errorf("shm: handshake: %w", err)
+	}
 	hello, fds, err := readMsg(s, 2)
 	if err != nil {
 		return err
@@ -460,7 +496,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	defer unix.Close(bell)
 	c := newConn(peer, s, mem, ring, fds[1], false)
 	fds = fds[:1] // c owns the peer's bell
-	if err := t.register(c); err != nil {
+	if err := t.register(c, true); err != nil {
 		c.unmap()
 		if errors.Is(err, errDuplicate) {
 			s.WriteMsgUnix(t.listenerMsg(statusDuplicate), nil, nil)

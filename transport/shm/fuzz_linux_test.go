@@ -40,11 +40,11 @@ func FuzzParseHello(f *testing.F) {
 	})
 }
 
-// FuzzParseReply: the listener's reply comes from whatever
-// process listens on the socket the connector dialed; it is accepted
+// FuzzParseReply: the listener's greeting and reply come from whatever
+// process listens on the socket the connector dialed; they are accepted
 // only with the magic and a known status, and never panic.
 func FuzzParseReply(f *testing.F) {
-	for _, st := range []uint64{statusOK, statusDuplicate, 2, 1 << 63} {
+	for _, st := range []uint64{statusOK, statusDuplicate, statusFull, 3, 1 << 63} {
 		b := make([]byte, helloSize)
 		binary.LittleEndian.PutUint64(b, memMagic)
 		binary.LittleEndian.PutUint64(b[8:], st)
@@ -61,7 +61,7 @@ func FuzzParseReply(f *testing.F) {
 		if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
 			t.Fatalf("accepted a %d-byte message with magic %#x", len(b), binary.LittleEndian.Uint64(b))
 		}
-		if status != statusOK && status != statusDuplicate {
+		if status != statusOK && status != statusDuplicate && status != statusFull {
 			t.Fatalf("accepted status %d", status)
 		}
 		var again [helloSize]byte

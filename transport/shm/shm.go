@@ -44,6 +44,12 @@
 // records, Wake was called or the transport closed, so a stray datagram
 // costs a read, not a spurious return.
 //
+// Options.MaxPeers (default DefaultMaxPeers) caps the connections of a
+// transport plus the handshakes in progress on its listening socket; a
+// connection beyond it is answered "full" at once and closed (the
+// connecting side's Resolve fails with ErrFull), and a handshake not done
+// within 5 seconds is dropped with its socket and descriptors.
+//
 // The unix socket stays open for the life of the connection: when the peer
 // process dies, even by SIGKILL, the kernel closes it, the transport sees
 // the end of file at once and reports the peer through GonePeers
@@ -69,6 +75,13 @@ import (
 // ErrNotSupported is returned where shared-memory transport is not available.
 var ErrNotSupported = errors.New("shm: shared-memory transport is not supported on this platform")
 
+// ErrFull is returned (wrapped) by Resolve when the endpoint listening on
+// the socket already has Options.MaxPeers connections and handshakes.
+var ErrFull = errors.New("shm: the listener has its maximum number of peers (MaxPeers)")
+
+// DefaultMaxPeers is the default of Options.MaxPeers.
+const DefaultMaxPeers = 1024
+
 // DefaultRingSize is the size of each direction's ring in a connection.
 // The engine keeps at most credits x packet size (32 x 64 KiB = 2 MiB) in
 // flight per session, so rings well above that rarely fill; a datagram that
@@ -89,6 +102,15 @@ type Options struct {
 	// calls Wait. Negative: Wait never sleeps (busy polling), it returns
 	// only for data, its deadline, Wake or Close.
 	Spin time.Duration
+
+	// MaxPeers caps the connections of this transport (open ones, and
+	// closed ones whose memory GonePeers has not released yet) plus the
+	// handshakes in progress on its listening socket. A peer that connects
+	// beyond it is refused at once: its Resolve fails with ErrFull.
+	// Connections this transport opens itself (Resolve) count, but are
+	// never refused. A handshake that does not complete within 5 seconds
+	// is dropped. Zero or less means DefaultMaxPeers (1024).
+	MaxPeers int
 }
 
 // Stats counts what a transport did.

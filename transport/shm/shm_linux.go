@@ -43,6 +43,7 @@ type Transport struct {
 	opts     Options
 	ringSize int
 	maxDgram int
+	maxPeers int
 	local    netip.AddrPort
 	ln       *net.UnixListener
 
@@ -72,6 +73,7 @@ type Transport struct {
 
 	mu          sync.Mutex
 	conns       []*conn                      // registered, dead ones until reaped
+	accepting   int                          // handshakes on the listening socket, counted against maxPeers
 	paths       map[string]netip.AddrPort    // dialed socket path -> server
 	known       map[netip.AddrPort]string    // server -> its socket path, to redial
 	redialed    map[netip.AddrPort]time.Time // last redial started
@@ -101,6 +103,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 	t := &Transport{
 		opts:       opts,
 		ringSize:   ringSizeOf(opts.RingSize),
+		maxPeers:   opts.MaxPeers,
 		selfBell:   -1,
 		paths:      make(map[string]netip.AddrPort),
 		known:      make(map[netip.AddrPort]string),
@@ -108,6 +111,9 @@ func Listen(path string, opts Options) (*Transport, error) {
 		handshakes: make(map[*net.UnixConn]struct{}),
 	}
 	t.maxDgram = min(t.ringSize/16, maxDatagram)
+	if t.maxPeers <= 0 {
+		t.maxPeers = DefaultMaxPeers
+	}
 	t.snap.Store(&snapshot{})
 	t.drain = t.drainBell
 	bellFD, bellAddr, err := newBellReceiver()
@@ -581,8 +587,9 @@ var errDuplicate = errors.New("shm: already connected to that peer")
 
 // register adds a connection whose handshake is done and starts watching
 // its socket. It fails if the transport closed or a connection to the same
-// peer is open.
-func (t *Transport) register(c *conn) error {
+// peer is open. accepted says that c's handshake came in on the listening
+// socket: on success, its place among the handshakes passes to c.
+func (t *Transport) register(c *conn, accepted bool) error {
 	t.mu.Lock()
 	if t.closed.Load() {
 		t.mu.Unlock()
@@ -593,6 +600,9 @@ func (t *Transport) register(c *conn) error {
 		return errDuplicate
 	}
 	t.conns = append(t.conns[:len(t.conns):len(t.conns)], c)
+	if accepted {
+		t.accepting--
+	}
 	t.publishLocked()
 	t.wg.Add(1)
 	t.mu.Unlock()
@@ -650,13 +660,24 @@ func (t *Transport) acceptLoop() {
 			s.Close()
 			return
 		}
+		if len(t.conns)+t.accepting >= t.maxPeers {
+			t.mu.Unlock()
+			t.refuse(s)
+			continue
+		}
+		t.accepting++
 		t.handshakes[s] = struct{}{}
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go func() {
 			defer t.wg.Done()
-			err := t.accept(s)
-			t.trackHandshake(s, false)
+			err := t.accept(s) // nil: registered, and the count passed to the connection
+			t.mu.Lock()
+			delete(t.handshakes, s)
+			if err != nil {
+				t.accepting--
+			}
+			t.mu.Unlock()
 			if err != nil {
 				s.Close()
 			}
