@@ -146,23 +146,24 @@ func (c *conn) unmap() {
 }
 
 // newBellReceiver makes a transport's bell: a non-blocking unix datagram
-// socket bound to an abstract address that the kernel picks.
-func newBellReceiver() (int, *unix.SockaddrUnix, error) {
+// socket bound to an abstract address that the kernel picks. It returns
+// the socket and its name ("@" and the name).
+func newBellReceiver() (int, string, error) {
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, nil, fmt.Errorf("shm: bell socket: %w", err)
+		return -1, "", fmt.Errorf("shm: bell socket: %w", err)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrUnix{}); err != nil { // autobind
 		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: bell bind: %w", err)
+		return -1, "", fmt.Errorf("shm: bell bind: %w", err)
 	}
 	sa, err := unix.Getsockname(fd)
 	addr, ok := sa.(*unix.SockaddrUnix)
-	if err != nil || !ok || addr.Name == "" {
+	if err != nil || !ok || len(addr.Name) < 2 || addr.Name[0] != '@' {
 		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: bell address: %v", err)
+		return -1, "", fmt.Errorf("shm: bell address: %v", err)
 	}
-	return fd, addr, nil
+	return fd, addr.Name, nil
 }
 
 // newBellSender makes a fresh socket connected to our bell, to pass to a
@@ -172,7 +173,8 @@ func (t *Transport) newBellSender() (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("shm: bell socket: %w", err)
 	}
-	if err := unix.Connect(fd, t.bellAddr); err != nil {
+	// A SockaddrUnix of its own: encoding one writes into it.
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: t.bellName}); err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("shm: bell connect: %w", err)
 	}

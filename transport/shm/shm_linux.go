@@ -57,7 +57,7 @@ type Transport struct {
 	// later).
 	bell     *os.File // the receiving socket, registered with the netpoller
 	bellRC   syscall.RawConn
-	bellAddr *unix.SockaddrUnix
+	bellName string                // its address, "@" and the name the kernel picked
 	selfBell int                   // a socket connected to our bell: Wake and Close ring it
 	drain    func(fd uintptr) bool // t.drainBell, made once
 	bellBuf  [8]byte
@@ -116,11 +116,11 @@ func Listen(path string, opts Options) (*Transport, error) {
 	}
 	t.snap.Store(&snapshot{})
 	t.drain = t.drainBell
-	bellFD, bellAddr, err := newBellReceiver()
+	bellFD, bellName, err := newBellReceiver()
 	if err != nil {
 		return nil, err
 	}
-	t.bell, t.bellAddr = os.NewFile(uintptr(bellFD), "erpc-shm-bell"), bellAddr
+	t.bell, t.bellName = os.NewFile(uintptr(bellFD), "erpc-shm-bell"), bellName
 	if t.bellRC, err = t.bell.SyscallConn(); err == nil {
 		t.selfBell, err = t.newBellSender()
 	}
