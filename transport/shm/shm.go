@@ -40,9 +40,7 @@
 // (file flags, buffers, a queue it never reads) the ring returns at once:
 // EAGAIN means a wake-up is already pending, and every error is ignored. No
 // write to a descriptor that a peer provided can block. A woken Wait drains
-// every pending datagram and goes back to sleep unless a ring holds
-// records, Wake was called or the transport closed, so a stray datagram
-// costs a read, not a spurious return.
+// every pending datagram and returns.
 //
 // Options.MaxPeers (default DefaultMaxPeers) caps the connections of a
 // transport plus the handshakes in progress on its listening socket; a

@@ -414,22 +414,29 @@ func (t *Transport) Wait(deadline time.Time) error {
 	return nil
 }
 
-// drainBell reads every datagram pending on the bell, then tells whether
-// Wait should return: a bell datagram is only a hint (it may be stale, or
-// come from anyone who can reach the socket), the rings, Wake and Close are
-// the facts. It returns false, to sleep on, only after the bell reported
-// nothing more to read, so that the netpoller sees the next datagram.
+// drainBell reads every datagram pending on the bell and tells whether
+// any came: then Wait returns, even if nothing is ready. It must: a ring
+// may be stale, its CAS having cleared the sleeping word that this Wait
+// set (the peer loaded the word of an earlier Wait, before we consumed its
+// record), and only a new Wait sets the word again; sleeping on would
+// leave the peer nothing to ring. It returns false, to sleep, only after
+// the bell reported nothing to read, so that the netpoller sees the next
+// datagram.
 func (t *Transport) drainBell(fd uintptr) bool {
+	rang := false
 	for range maxDrain {
 		_, err := unix.Read(int(fd), t.bellBuf[:])
-		if err == unix.EAGAIN {
-			return t.wakePending.Swap(false) || t.closed.Load() || t.ready()
-		}
-		if err != nil && err != unix.EINTR {
+		switch err {
+		case nil:
+			rang = true
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return rang
+		default:
 			return true
 		}
 	}
-	return true // more than maxDrain pending: return now rather than read on
+	return true // more than maxDrain pending: return rather than read on
 }
 
 // Wake makes a current or next Wait return.
