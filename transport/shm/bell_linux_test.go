@@ -2,6 +2,9 @@ package shm
 
 import (
 	"net/netip"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"testing"
@@ -84,5 +87,36 @@ func TestStaleRing(t *testing.T) {
 	}
 	if d := <-got; d > time.Second {
 		t.Fatalf("the datagram after a stale ring was received after %v", d)
+	}
+}
+
+// TestMmsghdr: mmsghdr has the size of C's struct mmsghdr.
+func TestMmsghdr(t *testing.T) {
+	align := unsafe.Alignof(unix.Msghdr{})
+	if got, want := unsafe.Sizeof(mmsghdr{}), (unix.SizeofMsghdr+4+align-1)&^(align-1); got != want {
+		t.Fatalf("mmsghdr is %d bytes, want %d", got, want)
+	}
+}
+
+// TestWaitDrainsBell: a woken Wait reads every datagram pending on its
+// bell, so that the next Wait sleeps.
+func TestWaitDrainsBell(t *testing.T) {
+	tr, err := Listen("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for range 20 { // beyond the queue's 10 (net.unix.max_dgram_qlen): EAGAIN
+		ring(tr.selfBell)
+	}
+	start := time.Now()
+	tr.Wait(start.Add(time.Second))
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("Wait with rings pending took %v", d)
+	}
+	start = time.Now()
+	tr.Wait(start.Add(50 * time.Millisecond))
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("Wait returned after %v: rings were left on the bell", d)
 	}
 }

@@ -181,6 +181,13 @@ func (t *Transport) newBellSender() (int, error) {
 	return fd, nil
 }
 
+// mmsghdr is struct mmsghdr of recvmmsg(2): a msghdr and the length
+// received (Go pads it like C).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+}
+
 var errBell = errors.New("shm: the peer's bell is not a unix datagram socket")
 
 // checkBell checks that a descriptor from a peer is a unix datagram

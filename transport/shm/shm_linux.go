@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -60,7 +61,7 @@ type Transport struct {
 	bellName string                // its address, "@" and the name the kernel picked
 	selfBell int                   // a socket connected to our bell: Wake and Close ring it
 	drain    func(fd uintptr) bool // t.drainBell, made once
-	bellBuf  [8]byte
+	bellMsgs [maxDrain]mmsghdr     // for recvmmsg: no buffers, the datagrams are dropped
 
 	wakePending atomic.Bool // Wake was called; the next Wait returns at once
 	waiting     atomic.Bool // the loop is in Wait and may sleep on the bell
@@ -421,22 +422,11 @@ func (t *Transport) Wait(deadline time.Time) error {
 // record), and only a new Wait sets the word again; sleeping on would
 // leave the peer nothing to ring. It returns false, to sleep, only after
 // the bell reported nothing to read, so that the netpoller sees the next
-// datagram.
+// datagram. One recvmmsg reads them all (up to maxDrain: then Wait
+// returns anyway, and the next one reads on).
 func (t *Transport) drainBell(fd uintptr) bool {
-	rang := false
-	for range maxDrain {
-		_, err := unix.Read(int(fd), t.bellBuf[:])
-		switch err {
-		case nil:
-			rang = true
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return rang
-		default:
-			return true
-		}
-	}
-	return true // more than maxDrain pending: return rather than read on
+	_, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.bellMsgs[0])), maxDrain, unix.MSG_DONTWAIT, 0, 0)
+	return errno != unix.EAGAIN
 }
 
 // Wake makes a current or next Wait return.
