@@ -40,7 +40,12 @@
 // (file flags, buffers, a queue it never reads) the ring returns at once:
 // EAGAIN means a wake-up is already pending, and every error is ignored. No
 // write to a descriptor that a peer provided can block. A woken Wait drains
-// every pending datagram and returns.
+// every pending datagram (one recvmmsg) and returns, even if nothing is
+// ready: a ring may be stale, its compare-and-swap having cleared a word
+// that only the loop's next Wait sets again. The bell is bound to an
+// abstract address, which any process of the network namespace can send
+// to: that costs the loop spurious wake-ups, nothing else. Sleeping sets
+// one word per connection, a store each.
 //
 // Options.MaxPeers (default DefaultMaxPeers) caps the connections of a
 // transport plus the handshakes in progress on its listening socket; a
