@@ -17,25 +17,41 @@ import (
 
 // The shared mapping of one connection, created by the connecting side:
 //
-//	[0, 4096)                       header: magic, ring size, counters
+//	[0, 4096)                       header: magic, ring size, counters, sleeping words
 //	[4096, 4096+R)                  ring 0: connector -> listener
 //	[4096+R, 4096+2R)               ring 1: listener -> connector
 //
-// Each counter sits 128 bytes from the next (a cache line of its own, and
-// no sharing through adjacent-line prefetch). A doorbell page (one memfd
-// per transport, passed to every peer) holds the sleeping word; beside it
-// each transport passes its bell, an eventfd the peer writes to wake it.
+// Each counter and word sits 128 bytes from the next (a cache line of its
+// own, and no sharing through adjacent-line prefetch). The sleeping words
+// are per connection and per side: a side sets its word in every
+// connection before it sleeps, and a peer rings it only if it finds the
+// word of their connection set.
 //
-// The handshake over the SOCK_SEQPACKET unix socket is two 64-byte
-// messages. The connector sends: magic, ring size R, its address (16 bytes
-// and a port), with SCM_RIGHTS [rings memfd, its doorbell memfd, its bell
-// eventfd]. The listener checks the memfd's size and header, maps both, and
-// answers: magic, status (0 ok, 1 already connected to that peer), its
-// address, with [its doorbell memfd, its bell]. Both close the memfds once
-// mapped (and keep the peer's bell to ring it): the
-// memory lives as long as a mapping does, and appears in no file system.
-// After the handshake the socket carries nothing; it only signals the
-// peer's death by closing.
+// The handshake over the SOCK_SEQPACKET unix socket is three 64-byte
+// messages, each starting with the magic:
+//
+//  1. The listener greets the connector as soon as it accepts: status 0
+//     (ok) or 2 (full: MaxPeers reached; it closes the socket at once and
+//     the connector's Resolve fails with ErrFull). The connector sends
+//     nothing before the greeting, so a refused socket holds no unread
+//     data and costs the listener no goroutine.
+//  2. The connector sends: ring size R, its address (16 bytes and a port),
+//     with SCM_RIGHTS [rings memfd, bell socket]. The memfd is sealed with
+//     F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL; the bell socket is a fresh unix
+//     datagram socket connected to the connector's bell.
+//  3. The listener checks the memfd's seals (SHRINK and GROW: this also
+//     proves a memfd), its file system (tmpfs, not hugetlbfs) and its size,
+//     all before mapping it; then the header (magic and R, each read once)
+//     and that the bell is a unix datagram socket. It answers: status (0
+//     ok, 1 already connected to that peer), its address, with [its own
+//     fresh bell socket], which the connector checks the same way.
+//
+// Both close the memfd once mapped, and keep the bell socket the peer
+// passed to ring it (send, MSG_DONTWAIT): the memory lives as long as a
+// mapping does, and appears in no file system. The listener gives a
+// connection handshakeTimeout from its accept to step 3. After the
+// handshake the socket carries nothing; it only signals the peer's death
+// by closing.
 const (
 	pageSize  = 4096
 	hdrMagic  = 0
@@ -44,23 +60,28 @@ const (
 	hdrHead0  = 384
 	hdrTail1  = 512
 	hdrHead1  = 640
-	memMagic  = 0x326d687363707265 // "erpcshm2"
+	hdrSleep0 = 768                // the connector sleeps
+	hdrSleep1 = 896                // the listener sleeps
+	memMagic  = 0x336d687363707265 // "erpcshm3"
 	helloSize = 64
-
-	dbSleeping = 0
 
 	statusOK        = 0
 	statusDuplicate = 1
+	statusFull      = 2
 )
+
+// handshakeTimeout bounds a handshake, on both sides (a variable for the
+// tests).
+var handshakeTimeout = 5 * time.Second
 
 // conn is a connection to one peer.
 type conn struct {
 	peer         netip.AddrPort
-	sock         *net.UnixConn // open while the peer lives
-	mem          []byte        // the rings
-	peerDB       []byte        // the peer's doorbell page
-	peerSleeping *atomic.Uint32
-	peerBell     int // the peer's eventfd; -1 once closed
+	sock         *net.UnixConn  // open while the peer lives
+	mem          []byte         // the header and the rings
+	sleeping     *atomic.Uint32 // our word in the header: set while we sleep
+	peerSleeping *atomic.Uint32 // the peer's
+	peerBell     int            // the socket the peer passed to ring it; -1 once closed
 	out          producer
 	in           consumer
 	dead         atomic.Bool
@@ -74,19 +95,23 @@ func atomicU32(b []byte, off int) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
 }
 
-// newConn makes a connection over the rings in mem; it owns peerBell.
-func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, peerBell int, connector bool) *conn {
-	r := int(binary.LittleEndian.Uint64(mem[hdrRing:]))
-	c := &conn{peer: peer, sock: sock, mem: mem, peerDB: peerDB, peerBell: peerBell}
-	c.peerSleeping = atomicU32(peerDB, dbSleeping)
-	ring0 := mem[pageSize : pageSize+r : pageSize+r]
-	ring1 := mem[pageSize+r : pageSize+2*r : pageSize+2*r]
+// newConn makes a connection over the rings in mem, pageSize+2*ring bytes
+// (ring as validated in the handshake: the header's copy is never read
+// again); it owns peerBell.
+func newConn(peer netip.AddrPort, sock *net.UnixConn, mem []byte, ring int, peerBell int, connector bool) *conn {
+	mem = mem[: pageSize+2*ring : pageSize+2*ring]
+	c := &conn{peer: peer, sock: sock, mem: mem, peerBell: peerBell}
+	ring0 := mem[pageSize : pageSize+ring : pageSize+ring]
+	ring1 := mem[pageSize+ring:]
 	t0, h0 := atomicU64(mem, hdrTail0), atomicU64(mem, hdrHead0)
 	t1, h1 := atomicU64(mem, hdrTail1), atomicU64(mem, hdrHead1)
+	s0, s1 := atomicU32(mem, hdrSleep0), atomicU32(mem, hdrSleep1)
 	if connector {
 		c.out, c.in = newProducer(t0, h0, ring0), newConsumer(t1, h1, ring1)
+		c.sleeping, c.peerSleeping = s0, s1
 	} else {
 		c.out, c.in = newProducer(t1, h1, ring1), newConsumer(t0, h0, ring0)
+		c.sleeping, c.peerSleeping = s1, s0
 	}
 	return c
 }
@@ -95,16 +120,18 @@ func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerDB []byte, peerBe
 // sleeping word rings, so a busy stream costs one atomic load per record.
 func (c *conn) ringPeer() {
 	if c.peerSleeping.Load() != 0 && c.peerSleeping.CompareAndSwap(1, 0) {
-		ringBell(c.peerBell)
+		ring(c.peerBell)
 	}
 }
 
-// ringBell adds one to the eventfd bell, waking whoever waits on it. The bell
-// is non-blocking: a counter that somehow filled up has a wake-up pending
-// anyway.
-func ringBell(bell int) {
-	one := [8]byte{1}
-	unix.Write(bell, one[:])
+var bellByte = []byte{1}
+
+// ring sends one byte on a bell socket. MSG_DONTWAIT makes this call
+// non-blocking whatever the socket's file flags (which the peer that passed
+// it shares): a full queue (EAGAIN) has a wake-up pending anyway, and any
+// other error means nobody to wake.
+func ring(bell int) {
+	unix.Sendto(bell, bellByte, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 }
 
 func (c *conn) unmap() {
@@ -112,25 +139,84 @@ func (c *conn) unmap() {
 		unix.Munmap(c.mem)
 		c.mem = nil
 	}
-	if c.peerDB != nil {
-		unix.Munmap(c.peerDB)
-		c.peerDB = nil
-	}
 	if c.peerBell >= 0 {
 		unix.Close(c.peerBell)
 		c.peerBell = -1
 	}
 }
 
-// createShared makes a memfd of size bytes and maps it.
+// newBellReceiver makes a transport's bell: a non-blocking unix datagram
+// socket bound to an abstract address that the kernel picks. It returns
+// the socket and its name ("@" and the name).
+func newBellReceiver() (int, string, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, "", fmt.Errorf("shm: bell socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{}); err != nil { // autobind
+		unix.Close(fd)
+		return -1, "", fmt.Errorf("shm: bell bind: %w", err)
+	}
+	sa, err := unix.Getsockname(fd)
+	addr, ok := sa.(*unix.SockaddrUnix)
+	if err != nil || !ok || len(addr.Name) < 2 || addr.Name[0] != '@' {
+		unix.Close(fd)
+		return -1, "", fmt.Errorf("shm: bell address: %v", err)
+	}
+	return fd, addr.Name, nil
+}
+
+// newBellSender makes a fresh socket connected to our bell, to pass to a
+// peer (or to ring ourselves).
+func (t *Transport) newBellSender() (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("shm: bell socket: %w", err)
+	}
+	// A SockaddrUnix of its own: encoding one writes into it.
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: t.bellName}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("shm: bell connect: %w", err)
+	}
+	return fd, nil
+}
+
+// mmsghdr is struct mmsghdr of recvmmsg(2): a msghdr and the length
+// received (Go pads it like C).
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+}
+
+var errBell = errors.New("shm: the peer's bell is not a unix datagram socket")
+
+// checkBell checks that a descriptor from a peer is a unix datagram
+// socket, which ring can never block on.
+func checkBell(fd int) error {
+	typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil || typ != unix.SOCK_DGRAM {
+		return errBell
+	}
+	dom, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	if err != nil || dom != unix.AF_UNIX {
+		return errBell
+	}
+	return nil
+}
+
+// createShared makes a memfd of size bytes, seals its size and maps it.
 func createShared(name string, size int) (int, []byte, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	if err != nil {
 		return -1, nil, fmt.Errorf("shm: memfd_create: %w", err)
 	}
 	if err := unix.Ftruncate(fd, int64(size)); err != nil {
 		unix.Close(fd)
 		return -1, nil, fmt.Errorf("shm: ftruncate: %w", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return -1, nil, fmt.Errorf("shm: seal: %w", err)
 	}
 	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -140,13 +226,34 @@ func createShared(name string, size int) (int, []byte, error) {
 	return fd, mem, nil
 }
 
-// mapShared maps a memfd received from a peer, which must be size bytes.
+// mapShared maps a memfd received from a peer, which must be size bytes
+// and sealed so that its size cannot change: a mapping beyond the end of a
+// file faults with SIGBUS. The seals are checked first: F_GET_SEALS
+// succeeds only on a memfd (no file system is called), and once SHRINK and
+// GROW are set they stay, so the size checked after them holds for good.
 func mapShared(fd, size int) ([]byte, error) {
+	const need = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW
+	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+	if err != nil {
+		return nil, fmt.Errorf("shm: peer's shared memory is not a memfd: %w", err)
+	}
+	if seals&need != need {
+		return nil, fmt.Errorf("shm: peer's shared memory is not sealed against resizing (seals %#x)", seals)
+	}
+	// A sealed file is on tmpfs or hugetlbfs; hugetlbfs pages can run out
+	// at fault time (SIGBUS again).
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return nil, fmt.Errorf("shm: fstatfs: %w", err)
+	}
+	if fs.Type != unix.TMPFS_MAGIC {
+		return nil, fmt.Errorf("shm: peer's shared memory is on file system %#x, not tmpfs", fs.Type)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("shm: fstat: %w", err)
 	}
-	if st.Size != int64(size) {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(size) {
 		return nil, fmt.Errorf("shm: peer's shared memory is %d bytes, want %d", st.Size, size)
 	}
 	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
@@ -169,10 +276,10 @@ func getAddr(b []byte) netip.AddrPort {
 var errHandshake = errors.New("shm: bad handshake from peer")
 
 // readMsg reads one handshake message and the descriptors passed with it,
-// at most maxFDs (all closed on error).
+// at most maxFDs (all closed on error; the kernel closes any beyond).
 func readMsg(s *net.UnixConn, maxFDs int) ([]byte, []int, error) {
 	b := make([]byte, helloSize)
-	oob := make([]byte, unix.CmsgSpace(4*maxFDs))
+	oob := make([]byte, unix.CmsgSpace(4*max(maxFDs, 1)))
 	n, oobn, _, _, err := s.ReadMsgUnix(b, oob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("shm: handshake: %w", err)
@@ -194,15 +301,37 @@ func readMsg(s *net.UnixConn, maxFDs int) ([]byte, []int, error) {
 
 // parseHello checks a connector's hello (magic, ring size, address) and
 // returns its ring size and address.
-func parseHello(b []byte) (ring uint64, peer netip.AddrPort, err error) {
+func parseHello(b []byte) (ring int, peer netip.AddrPort, err error) {
 	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
 		return 0, peer, errHandshake
 	}
-	ring = binary.LittleEndian.Uint64(b[8:])
-	if ring < minRingSize || ring > maxRingSize || ring&(ring-1) != 0 {
+	r := binary.LittleEndian.Uint64(b[8:])
+	if r < minRingSize || r > maxRingSize || r&(r-1) != 0 {
 		return 0, peer, errHandshake
 	}
-	return ring, getAddr(b[16:]), nil
+	return int(r), getAddr(b[16:]), nil
+}
+
+// parseReply checks a listener's greeting or reply (magic, status,
+// address) and returns its status and address.
+func parseReply(b []byte) (status uint64, peer netip.AddrPort, err error) {
+	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
+		return 0, peer, errHandshake
+	}
+	status = binary.LittleEndian.Uint64(b[8:])
+	if status != statusOK && status != statusDuplicate && status != statusFull {
+		return 0, peer, errHandshake
+	}
+	return status, getAddr(b[16:]), nil
+}
+
+// listenerMsg is a greeting or reply: magic, status, our address.
+func (t *Transport) listenerMsg(status uint64) []byte {
+	b := make([]byte, helloSize)
+	binary.LittleEndian.PutUint64(b, memMagic)
+	binary.LittleEndian.PutUint64(b[8:], status)
+	putAddr(b[16:], t.local)
+	return b
 }
 
 func closeAll(fds []int) {
@@ -211,11 +340,12 @@ func closeAll(fds []int) {
 	}
 }
 
-// dial connects to the endpoint listening at path: it creates the rings,
-// passes them and its doorbell, and maps the doorbell it gets back.
+// dial connects to the endpoint listening at path: it waits for the
+// greeting, creates the rings, passes them and a bell socket, and checks
+// the bell socket it gets back.
 func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	var zero netip.AddrPort
-	if !t.acquire() { // keeps the doorbell until the handshake is done
+	if !t.acquire() { // keeps our bell until the handshake is done
 		return zero, net.ErrClosed
 	}
 	defer t.release()
@@ -228,8 +358,8 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, net.ErrClosed
 	}
 	var (
-		mem, peerDB []byte
-		ok          bool
+		mem []byte
+		ok  bool
 	)
 	defer func() {
 		t.trackHandshake(s, false)
@@ -238,33 +368,52 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 			if mem != nil {
 				unix.Munmap(mem)
 			}
-			if peerDB != nil {
-				unix.Munmap(peerDB)
-			}
 		}
 	}()
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
+	greeting, _, err := readMsg(s, 0)
+	if err != nil {
+		return zero, err
+	}
+	switch status, _, err := parseReply(greeting); {
+	case err != nil:
+		return zero, err
+	case status == statusFull:
+		return zero, fmt.Errorf("shm: %s: %w", path, ErrFull)
+	case status != statusOK:
+		return zero, errHandshake
+	}
 	fd, mem, err := createShared("erpc-shm", pageSize+2*t.ringSize)
 	if err != nil {
 		return zero, err
 	}
 	binary.LittleEndian.PutUint64(mem[hdrMagic:], memMagic)
 	binary.LittleEndian.PutUint64(mem[hdrRing:], uint64(t.ringSize))
+	bell, err := t.newBellSender()
+	if err != nil {
+		unix.Close(fd)
+		return zero, err
+	}
 	hello := make([]byte, helloSize)
 	binary.LittleEndian.PutUint64(hello, memMagic)
 	binary.LittleEndian.PutUint64(hello[8:], uint64(t.ringSize))
 	putAddr(hello[16:], t.local)
-	_, _, err = s.WriteMsgUnix(hello, unix.UnixRights(fd, t.dbFD, t.bellFD), nil)
-	unix.Close(fd) // the peer holds its own reference now; the mapping ours
+	_, _, err = s.WriteMsgUnix(hello, unix.UnixRights(fd, bell), nil)
+	unix.Close(fd) // the peer holds its own references now; the mapping ours
+	unix.Close(bell)
 	if err != nil {
 		return zero, fmt.Errorf("shm: handshake: %w", err)
 	}
-	reply, fds, err := readMsg(s, 2)
+	reply, fds, err := readMsg(s, 1)
 	if err != nil {
 		return zero, err
 	}
-	peer := getAddr(reply[16:])
-	if binary.LittleEndian.Uint64(reply[8:]) == statusDuplicate {
+	status, peer, err := parseReply(reply)
+	if err != nil || status == statusFull || (status == statusOK) != (len(fds) == 1) {
+		closeAll(fds)
+		return zero, errHandshake
+	}
+	if status == statusDuplicate {
 		closeAll(fds)
 		t.mu.Lock()
 		live := t.liveLocked(peer)
@@ -275,19 +424,13 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		t.remember(path, peer)
 		return peer, nil
 	}
-	if len(fds) != 2 {
+	if err := checkBell(fds[0]); err != nil {
 		closeAll(fds)
-		return zero, errHandshake
-	}
-	peerDB, err = mapShared(fds[0], pageSize)
-	unix.Close(fds[0])
-	if err != nil {
-		unix.Close(fds[1])
 		return zero, err
 	}
 	s.SetDeadline(time.Time{})
-	c := newConn(peer, s, mem, peerDB, fds[1], true)
-	if err := t.register(c); err != nil {
+	c := newConn(peer, s, mem, t.ringSize, fds[0], true)
+	if err := t.register(c, false); err != nil {
 		unix.Close(c.peerBell)
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
 			t.remember(path, peer)
@@ -307,59 +450,72 @@ func (t *Transport) remember(path string, peer netip.AddrPort) {
 	t.mu.Unlock()
 }
 
-// accept runs the listening side of the handshake on a new connection.
+// refuse answers a connection beyond MaxPeers with a "full" greeting and
+// closes it. The send cannot block the accept loop: MSG_DONTWAIT, into a
+// socket nobody has written to yet.
+func (t *Transport) refuse(s *net.UnixConn) {
+	b := t.listenerMsg(statusFull)
+	if rc, err := s.SyscallConn(); err == nil {
+		rc.Write(func(fd uintptr) bool {
+			unix.Sendmsg(int(fd), b, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+			return true
+		})
+	}
+	s.Close()
+}
+
+// accept runs the listening side of the handshake on a new connection. It
+// returns nil once the connection is registered (then the watcher owns s).
 func (t *Transport) accept(s *net.UnixConn) error {
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
-	hello, fds, err := readMsg(s, 3)
+	if _, _, err := s.WriteMsgUnix(t.listenerMsg(statusOK), nil, nil); err != nil {
+		return fmt.Errorf("shm: handshake: %w", err)
+	}
+	hello, fds, err := readMsg(s, 2)
 	if err != nil {
 		return err
 	}
-	if len(fds) != 3 {
-		closeAll(fds)
+	defer func() { closeAll(fds) }() // the memfd, and the bell unless a connection took it
+	if len(fds) != 2 {
 		return errHandshake
 	}
-	bell := fds[2]
-	defer closeAll(fds[:2]) // the memfds; a connection keeps the bell
-	ok := false
-	defer func() {
-		if !ok {
-			unix.Close(bell)
-		}
-	}()
 	ring, peer, err := parseHello(hello)
 	if err != nil {
 		return err
 	}
-	reply := make([]byte, helloSize)
-	binary.LittleEndian.PutUint64(reply, memMagic)
-	putAddr(reply[16:], t.local)
-	mem, err := mapShared(fds[0], pageSize+2*int(ring))
+	mem, err := mapShared(fds[0], pageSize+2*ring)
 	if err != nil {
 		return err
 	}
-	if binary.LittleEndian.Uint64(mem[hdrMagic:]) != memMagic || binary.LittleEndian.Uint64(mem[hdrRing:]) != ring {
+	// Each word read once: the peer may change them at any time.
+	magic, r := binary.LittleEndian.Uint64(mem[hdrMagic:]), binary.LittleEndian.Uint64(mem[hdrRing:])
+	if magic != memMagic || r != uint64(ring) {
 		unix.Munmap(mem)
 		return errHandshake
 	}
-	peerDB, err := mapShared(fds[1], pageSize)
+	if err := checkBell(fds[1]); err != nil {
+		unix.Munmap(mem)
+		return err
+	}
+	bell, err := t.newBellSender()
 	if err != nil {
 		unix.Munmap(mem)
 		return err
 	}
-	c := newConn(peer, s, mem, peerDB, bell, false)
-	ok = true // c owns the bell
-	if err := t.register(c); err != nil {
+	defer unix.Close(bell)
+	c := newConn(peer, s, mem, ring, fds[1], false)
+	fds = fds[:1] // c owns the peer's bell
+	if err := t.register(c, true); err != nil {
 		c.unmap()
 		if errors.Is(err, errDuplicate) {
-			binary.LittleEndian.PutUint64(reply[8:], statusDuplicate)
-			s.WriteMsgUnix(reply, nil, nil)
+			s.WriteMsgUnix(t.listenerMsg(statusDuplicate), nil, nil)
 		}
 		return err
 	}
 	// From here the watcher owns s: a failed reply closes it and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
-	if _, _, err := s.WriteMsgUnix(reply, unix.UnixRights(t.dbFD, t.bellFD), nil); err != nil {
+	if _, _, err := s.WriteMsgUnix(t.listenerMsg(statusOK), unix.UnixRights(bell), nil); err != nil {
 		s.Close()
 	}
 	return nil

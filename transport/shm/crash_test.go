@@ -134,8 +134,8 @@ func devShm(t *testing.T) map[string]bool {
 	return m
 }
 
-// shmMappings counts this process's mappings of erpc memfds: name is
-// "erpc-shm" for connection rings, "erpc-shm-doorbell" for doorbells.
+// shmMappings counts this process's mappings of erpc memfds named name
+// ("erpc-shm": connection rings).
 func shmMappings(t *testing.T, name string) int {
 	b, err := os.ReadFile("/proc/self/maps")
 	if err != nil {

@@ -10,8 +10,10 @@ import (
 // area of power-of-two size, shared by two processes. Two 64-bit counters
 // live beside it: tail (bytes ever written, advanced only by the producer)
 // and head (bytes ever consumed, advanced only by the consumer). Each side
-// keeps its own counter in a local variable and publishes it with an atomic
-// store; it reads the other side's with an atomic load. Go's atomics are
+// keeps its own counter in a local variable, starting at 0 (never loaded
+// from the shared word, which the peer may have set to anything), and
+// publishes it with an atomic store; it reads the other side's with an
+// atomic load, once, into a local that it checks before using it. Go's atomics are
 // sequentially consistent, so the bytes of a record written before the
 // store of tail are visible to a consumer that loads that tail: a record's
 // bytes and its "ready" mark travel in one publish.
@@ -43,10 +45,10 @@ type producer struct {
 }
 
 func newProducer(tail, head *atomic.Uint64, data []byte) producer {
-	p := producer{tail: tail, head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
-	p.pos = tail.Load()
-	p.headCache = head.Load()
-	return p
+	// pos and headCache start at 0: a fresh ring is empty. Loading them
+	// would take the peer's word for our own position (an unaligned one
+	// would put a record header across the end of the area).
+	return producer{tail: tail, head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
 }
 
 // maxRecord is the largest datagram the ring carries: half the area, so
@@ -108,10 +110,8 @@ type consumer struct {
 }
 
 func newConsumer(tail, head *atomic.Uint64, data []byte) consumer {
-	c := consumer{tail: tail, head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
-	c.pos = head.Load()
-	c.freed, c.limit = c.pos, c.pos
-	return c
+	// pos, freed and limit start at 0, like the producer's position.
+	return consumer{tail: tail, head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
 }
 
 // pending reports whether the producer has published records not yet read.

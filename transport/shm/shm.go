@@ -4,18 +4,54 @@
 //
 // An endpoint listens on a unix socket ("shm:///path/to/socket"). A peer
 // connects to it, creates a memfd holding one single-producer,
-// single-consumer ring per direction, and passes it over the socket with
-// SCM_RIGHTS; both map it and close the descriptor, so nothing is ever
-// visible in /dev/shm and the memory goes away with the last mapping. A
-// datagram is one record in a ring: its bytes and its "ready" mark (the
-// producer's tail) are published by one atomic store.
+// single-consumer ring per direction, seals it against shrinking and
+// growing, and passes it over the socket with SCM_RIGHTS; both map it and
+// close the descriptor, so nothing is ever visible in /dev/shm and the
+// memory goes away with the last mapping. A datagram is one record in a
+// ring: its bytes and its "ready" mark (the producer's tail) are published
+// by one atomic store.
+//
+// A peer is as untrusted as the network: it can write anything into the
+// shared memory at any time, and it chooses what it passes in the
+// handshake. So the receiving side maps a memfd only once the kernel
+// vouches that its size cannot change (F_SEAL_SHRINK and F_SEAL_GROW, which
+// only a memfd can carry, and the size checked after them: a mapping that
+// the peer could shrink would kill us with SIGBUS); it reads every size and
+// offset in shared memory at most once, into a local that it validates
+// (the ring size is taken from the handshake, the record length is read
+// once per record, each side keeps its own ring position); and a garbled
+// ring drops its connection. See conn_linux.go for the handshake.
 //
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
-// erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word in a
-// small shared page of its own and sleeps on its bell, an eventfd passed to
-// every peer and read through the Go netpoller (so a sleeping loop holds no
-// thread); a peer that publishes a record rings the bell only when it sees
-// the word set.
+// erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word of its
+// own in each connection's shared header page and sleeps on its bell; a
+// peer that publishes a record rings the bell only when it sees its
+// connection's word set (and clears it, so a busy stream costs one atomic
+// load per record). A peer can set or clear only the words of its own
+// connection, so it can delay only its own wake-ups.
+//
+// The bell is a unix datagram socket of the transport's own, read through
+// the Go netpoller (so a sleeping loop holds no thread). For each
+// connection each side creates a fresh datagram socket connected to its own
+// bell and passes it to the peer in the handshake (checked there to be a
+// unix datagram socket); a side rings its peer by sending one byte on the
+// socket the peer passed, with MSG_DONTWAIT. That flag belongs to the call,
+// not to the descriptor, so whatever the peer does to the socket it passed
+// (file flags, buffers, a queue it never reads) the ring returns at once:
+// EAGAIN means a wake-up is already pending, and every error is ignored. No
+// write to a descriptor that a peer provided can block. A woken Wait drains
+// every pending datagram (one recvmmsg) and returns, even if nothing is
+// ready: a ring may be stale, its compare-and-swap having cleared a word
+// that only the loop's next Wait sets again. The bell is bound to an
+// abstract address, which any process of the network namespace can send
+// to: that costs the loop spurious wake-ups, nothing else. Sleeping sets
+// one word per connection, a store each.
+//
+// Options.MaxPeers (default DefaultMaxPeers) caps the connections of a
+// transport plus the handshakes in progress on its listening socket; a
+// connection beyond it is answered "full" at once and closed (the
+// connecting side's Resolve fails with ErrFull), and a handshake not done
+// within 5 seconds is dropped with its socket and descriptors.
 //
 // The unix socket stays open for the life of the connection: when the peer
 // process dies, even by SIGKILL, the kernel closes it, the transport sees
@@ -42,6 +78,13 @@ import (
 // ErrNotSupported is returned where shared-memory transport is not available.
 var ErrNotSupported = errors.New("shm: shared-memory transport is not supported on this platform")
 
+// ErrFull is returned (wrapped) by Resolve when the endpoint listening on
+// the socket already has Options.MaxPeers connections and handshakes.
+var ErrFull = errors.New("shm: the listener has its maximum number of peers (MaxPeers)")
+
+// DefaultMaxPeers is the default of Options.MaxPeers.
+const DefaultMaxPeers = 1024
+
 // DefaultRingSize is the size of each direction's ring in a connection.
 // The engine keeps at most credits x packet size (32 x 64 KiB = 2 MiB) in
 // flight per session, so rings well above that rarely fill; a datagram that
@@ -62,6 +105,15 @@ type Options struct {
 	// calls Wait. Negative: Wait never sleeps (busy polling), it returns
 	// only for data, its deadline, Wake or Close.
 	Spin time.Duration
+
+	// MaxPeers caps the connections of this transport (open ones, and
+	// closed ones whose memory GonePeers has not released yet) plus the
+	// handshakes in progress on its listening socket. A peer that connects
+	// beyond it is refused at once: its Resolve fails with ErrFull.
+	// Connections this transport opens itself (Resolve) count, but are
+	// never refused. A handshake that does not complete within 5 seconds
+	// is dropped. Zero or less means DefaultMaxPeers (1024).
+	MaxPeers int
 }
 
 // Stats counts what a transport did.

@@ -16,7 +16,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -28,34 +30,38 @@ const (
 	maxRingSize = min(1<<30, math.MaxInt/4+1) // 512 MiB on 32-bit systems
 	maxDatagram = 256 << 10
 
-	handshakeTimeout = 5 * time.Second
-	redialInterval   = 20 * time.Millisecond
+	redialInterval = 20 * time.Millisecond
+
+	// maxDrain bounds the bell datagrams one wake-up reads.
+	maxDrain = 64
 )
 
 // Transport is one endpoint's shared-memory attachment: its listening
-// socket (if any), its doorbell page, and one connection per peer. Receive,
+// socket (if any), its bell, and one connection per peer. Receive,
 // Send, Wait and GonePeers are for the endpoint's loop; Wake, Close,
 // Resolve, LocalAddr and Stats may be called from any goroutine.
 type Transport struct {
 	opts     Options
 	ringSize int
 	maxDgram int
+	maxPeers int
 	local    netip.AddrPort
 	ln       *net.UnixListener
 
-	// Our doorbell: a page of shared memory passed to every peer, with
-	// the sleeping word, and our bell, an eventfd passed too. A peer that
-	// publishes a record while sleeping is set rings the bell. Wait reads
-	// the bell through the Go netpoller, so a sleeping loop holds no
-	// thread and no P: other goroutines of the process keep running, even
-	// with GOMAXPROCS 1 (a blocking futex would hold the P until the
-	// runtime's monitor noticed, tens of microseconds to 10 ms later).
-	db       []byte
-	dbFD     int
-	sleeping *atomic.Uint32
-	bell     *os.File // our eventfd, registered with the netpoller
-	bellFD   int      // the same descriptor, to pass and to ring
-	bellBuf  [8]byte
+	// Our bell: a unix datagram socket bound to an abstract address. Each
+	// peer gets a socket of its own connected to it, and rings it when it
+	// publishes a record while our sleeping word in their connection is
+	// set. Wait reads the bell through the Go netpoller, so a sleeping
+	// loop holds no thread and no P: other goroutines of the process keep
+	// running, even with GOMAXPROCS 1 (a blocking futex would hold the P
+	// until the runtime's monitor noticed, tens of microseconds to 10 ms
+	// later).
+	bell     *os.File // the receiving socket, registered with the netpoller
+	bellRC   syscall.RawConn
+	bellName string                // its address, "@" and the name the kernel picked
+	selfBell int                   // a socket connected to our bell: Wake and Close ring it
+	drain    func(fd uintptr) bool // t.drainBell, made once
+	bellMsgs [maxDrain]mmsghdr     // for recvmmsg: no buffers, the datagrams are dropped
 
 	wakePending atomic.Bool // Wake was called; the next Wait returns at once
 	waiting     atomic.Bool // the loop is in Wait and may sleep on the bell
@@ -68,6 +74,7 @@ type Transport struct {
 
 	mu          sync.Mutex
 	conns       []*conn                      // registered, dead ones until reaped
+	accepting   int                          // handshakes on the listening socket, counted against maxPeers
 	paths       map[string]netip.AddrPort    // dialed socket path -> server
 	known       map[netip.AddrPort]string    // server -> its socket path, to redial
 	redialed    map[netip.AddrPort]time.Time // last redial started
@@ -97,25 +104,31 @@ func Listen(path string, opts Options) (*Transport, error) {
 	t := &Transport{
 		opts:       opts,
 		ringSize:   ringSizeOf(opts.RingSize),
-		dbFD:       -1,
-		bellFD:     -1,
+		maxPeers:   opts.MaxPeers,
+		selfBell:   -1,
 		paths:      make(map[string]netip.AddrPort),
 		known:      make(map[netip.AddrPort]string),
 		redialed:   make(map[netip.AddrPort]time.Time),
 		handshakes: make(map[*net.UnixConn]struct{}),
 	}
 	t.maxDgram = min(t.ringSize/16, maxDatagram)
+	if t.maxPeers <= 0 {
+		t.maxPeers = DefaultMaxPeers
+	}
 	t.snap.Store(&snapshot{})
-	var err error
-	if t.dbFD, t.db, err = createShared("erpc-shm-doorbell", pageSize); err != nil {
+	t.drain = t.drainBell
+	bellFD, bellName, err := newBellReceiver()
+	if err != nil {
 		return nil, err
 	}
-	t.sleeping = atomicU32(t.db, dbSleeping)
-	if t.bellFD, err = unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC); err != nil {
-		t.release0()
-		return nil, fmt.Errorf("shm: eventfd: %w", err)
+	t.bell, t.bellName = os.NewFile(uintptr(bellFD), "erpc-shm-bell"), bellName
+	if t.bellRC, err = t.bell.SyscallConn(); err == nil {
+		t.selfBell, err = t.newBellSender()
 	}
-	t.bell = os.NewFile(uintptr(t.bellFD), "erpc-shm-bell")
+	if err != nil {
+		t.release0()
+		return nil, err
+	}
 	if path == "" {
 		t.local = clientAddr()
 		return t, nil
@@ -345,9 +358,10 @@ func (t *Transport) Poll(n int, idle func() bool) bool {
 }
 
 // Wait returns when a peer has published records, deadline passes, or Wake
-// or Close is called. It polls for Options.Spin, then sets the sleeping
-// word of its doorbell, checks the rings once more (a peer that published
-// before seeing the word set did not ring) and sleeps until its bell rings.
+// or Close is called. It polls for Options.Spin, then sets its sleeping
+// word in every connection, checks the rings once more (a peer that
+// published before seeing the word set did not ring) and sleeps until its
+// bell rings.
 func (t *Transport) Wait(deadline time.Time) error {
 	if !t.acquire() {
 		return transport.ErrClosed
@@ -381,17 +395,38 @@ func (t *Transport) Wait(deadline time.Time) error {
 		return nil
 	}
 	t.waiting.Store(true)
-	t.sleeping.Store(1)
+	// A connection registered after this snapshot wakes us (register
+	// calls Wake), so the words of these connections are enough.
+	conns := t.snap.Load().conns
+	for _, c := range conns {
+		c.sleeping.Store(1)
+	}
 	if !t.wakePending.Swap(false) && !t.closed.Load() && !t.ready() {
 		t.bell.SetReadDeadline(deadline)
-		t.bell.Read(t.bellBuf[:]) // a ring, the deadline, or Close's ring
+		t.bellRC.Read(t.drain) // a ring, the deadline, Wake or Close
 	}
-	t.sleeping.Store(0)
+	for _, c := range conns {
+		c.sleeping.Store(0)
+	}
 	t.waiting.Store(false)
 	if t.closed.Load() {
 		return transport.ErrClosed
 	}
 	return nil
+}
+
+// drainBell reads every datagram pending on the bell and tells whether
+// any came: then Wait returns, even if nothing is ready. It must: a ring
+// may be stale, its CAS having cleared the sleeping word that this Wait
+// set (the peer loaded the word of an earlier Wait, before we consumed its
+// record), and only a new Wait sets the word again; sleeping on would
+// leave the peer nothing to ring. It returns false, to sleep, only after
+// the bell reported nothing to read, so that the netpoller sees the next
+// datagram. One recvmmsg reads them all (up to maxDrain: then Wait
+// returns anyway, and the next one reads on).
+func (t *Transport) drainBell(fd uintptr) bool {
+	_, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.bellMsgs[0])), maxDrain, unix.MSG_DONTWAIT, 0, 0)
+	return errno != unix.EAGAIN
 }
 
 // Wake makes a current or next Wait return.
@@ -400,7 +435,7 @@ func (t *Transport) Wake() {
 	if !t.waiting.Load() || !t.acquire() {
 		return
 	}
-	ringBell(t.bellFD)
+	ring(t.selfBell)
 	t.release()
 }
 
@@ -484,7 +519,7 @@ func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
-	ringBell(t.bellFD) // end a Wait in progress
+	ring(t.selfBell) // end a Wait in progress
 	if t.ln != nil {
 		t.ln.Close()
 	}
@@ -512,19 +547,15 @@ func (t *Transport) Close() error {
 	return nil
 }
 
-// release0 frees the doorbell and the bell.
+// release0 frees the bell.
 func (t *Transport) release0() {
 	if t.bell != nil {
 		t.bell.Close()
-		t.bell, t.bellFD = nil, -1
+		t.bell = nil
 	}
-	if t.db != nil {
-		unix.Munmap(t.db)
-		t.db = nil
-	}
-	if t.dbFD >= 0 {
-		unix.Close(t.dbFD)
-		t.dbFD = -1
+	if t.selfBell >= 0 {
+		unix.Close(t.selfBell)
+		t.selfBell = -1
 	}
 }
 
@@ -553,8 +584,9 @@ var errDuplicate = errors.New("shm: already connected to that peer")
 
 // register adds a connection whose handshake is done and starts watching
 // its socket. It fails if the transport closed or a connection to the same
-// peer is open.
-func (t *Transport) register(c *conn) error {
+// peer is open. accepted says that c's handshake came in on the listening
+// socket: on success, its place among the handshakes passes to c.
+func (t *Transport) register(c *conn, accepted bool) error {
 	t.mu.Lock()
 	if t.closed.Load() {
 		t.mu.Unlock()
@@ -565,6 +597,9 @@ func (t *Transport) register(c *conn) error {
 		return errDuplicate
 	}
 	t.conns = append(t.conns[:len(t.conns):len(t.conns)], c)
+	if accepted {
+		t.accepting--
+	}
 	t.publishLocked()
 	t.wg.Add(1)
 	t.mu.Unlock()
@@ -622,13 +657,24 @@ func (t *Transport) acceptLoop() {
 			s.Close()
 			return
 		}
+		if len(t.conns)+t.accepting >= t.maxPeers {
+			t.mu.Unlock()
+			t.refuse(s)
+			continue
+		}
+		t.accepting++
 		t.handshakes[s] = struct{}{}
 		t.wg.Add(1)
 		t.mu.Unlock()
 		go func() {
 			defer t.wg.Done()
-			err := t.accept(s)
-			t.trackHandshake(s, false)
+			err := t.accept(s) // nil: registered, and the count passed to the connection
+			t.mu.Lock()
+			delete(t.handshakes, s)
+			if err != nil {
+				t.accepting--
+			}
+			t.mu.Unlock()
 			if err != nil {
 				s.Close()
 			}

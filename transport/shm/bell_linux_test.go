@@ -1,0 +1,122 @@
+package shm
+
+import (
+	"net/netip"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc/transport"
+)
+
+// TestStaleRing: a peer may load our sleeping word set by one Wait and do
+// its compare-and-swap (and ring) only after we consumed its record and
+// set the word again in the next Wait. That ring finds nothing to read,
+// and has cleared the word: a Wait that slept on after it would never be
+// rung for the next record. Wait returns on every ring, so that the
+// loop's next Wait sets the word again.
+func TestStaleRing(t *testing.T) {
+	dir, err := os.MkdirTemp("", "erpcshm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	y, err := Listen(filepath.Join(dir, "y.sock"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	x, err := Listen("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer x.Close()
+	to, err := x.Resolve(filepath.Join(dir, "y.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toY := x.snap.Load().byAddr[to] // x's connection to y
+	var yc *conn                    // y's connection to x
+	for yc == nil {
+		if cs := y.snap.Load().conns; len(cs) == 1 {
+			yc = cs[0]
+		}
+	}
+
+	// y's loop: Wait, Receive, until a datagram came.
+	got := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		for {
+			y.Wait(start.Add(5 * time.Second))
+			if n, _ := y.Receive(func(netip.AddrPort, []byte) {}); n > 0 {
+				got <- time.Since(start)
+				return
+			}
+			if time.Since(start) > 5*time.Second {
+				got <- time.Since(start)
+				return
+			}
+		}
+	}()
+	asleep := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Second)
+		for !(y.waiting.Load() && yc.sleeping.Load() == 1) {
+			if time.Now().After(deadline) {
+				t.Fatalf("y does not sleep with its word set %s", what)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		time.Sleep(10 * time.Millisecond) // parked on its bell
+	}
+	asleep("at first")
+	// The stale ring: ringPeer's compare-and-swap and ring, with nothing
+	// published.
+	if !toY.peerSleeping.CompareAndSwap(1, 0) {
+		t.Fatal("y's word is not set")
+	}
+	ring(toY.peerBell)
+	asleep("after a stale ring") // the loop's next Wait set it again
+	if err := x.Send([]transport.Message{{To: to, Head: []byte("x")}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := <-got; d > time.Second {
+		t.Fatalf("the datagram after a stale ring was received after %v", d)
+	}
+}
+
+// TestMmsghdr: mmsghdr has the size of C's struct mmsghdr.
+func TestMmsghdr(t *testing.T) {
+	align := unsafe.Alignof(unix.Msghdr{})
+	if got, want := unsafe.Sizeof(mmsghdr{}), (unix.SizeofMsghdr+4+align-1)&^(align-1); got != want {
+		t.Fatalf("mmsghdr is %d bytes, want %d", got, want)
+	}
+}
+
+// TestWaitDrainsBell: a woken Wait reads every datagram pending on its
+// bell, so that the next Wait sleeps.
+func TestWaitDrainsBell(t *testing.T) {
+	tr, err := Listen("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for range 20 { // beyond the queue's 10 (net.unix.max_dgram_qlen): EAGAIN
+		ring(tr.selfBell)
+	}
+	start := time.Now()
+	tr.Wait(start.Add(time.Second))
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("Wait with rings pending took %v", d)
+	}
+	start = time.Now()
+	tr.Wait(start.Add(50 * time.Millisecond))
+	if d := time.Since(start); d < 40*time.Millisecond {
+		t.Fatalf("Wait returned after %v: rings were left on the bell", d)
+	}
+}
