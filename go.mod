@@ -3,6 +3,6 @@ module github.com/erpc-go/erpc
 go 1.26.0
 
 require (
-	golang.org/x/sys v0.49.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
+	golang.org/x/sys v0.49.0
+	google.golang.org/protobuf v1.36.12
 )

@@ -96,10 +96,6 @@
 //
 // # Notes
 //
-// Request buffers are never reused after a failed call: erpc may still read
-// a request's buffer after a Call that failed has returned (seen under the
-// race detector with packet loss); a fresh buffer per call avoids it.
-//
 // Give the replicas' endpoints a spin longer than raft's commit path, the
 // same for every endpoint of a process, such as
 // erpc.WithSpin(time.Millisecond). A short spin ends just before the

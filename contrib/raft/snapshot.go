@@ -74,8 +74,6 @@ func (t *Transport) InstallSnapshot(_ raft.ServerID, target raft.ServerAddress, 
 		if remaining == 0 {
 			flags |= flagLast
 		}
-		// A fresh buffer per chunk: erpc may still read a request's buffer
-		// after a failed Call returned (see the package doc).
 		hdr := binary.AppendUvarint(make([]byte, 0, 64), id)
 		hdr = append(hdr, flags)
 		if first {

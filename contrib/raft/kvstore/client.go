@@ -72,8 +72,6 @@ func (c *Client) Do(ctx context.Context, op Op, key, value []byte) (Result, erro
 	c.seq++
 	cmd := Command{Op: op, Client: c.ID, Seq: c.seq, Key: key, Value: value}
 	c.router.AttemptTimeout = c.AttemptTimeout
-	// A fresh buffer per command: erpc may still read a request's buffer
-	// after a Call that failed returned (seen under -race with loss).
 	resp, err := c.router.Do(ctx, MethodDo, cmd.appendTo(nil), op == OpGet && c.ReadAnyReplica)
 	if err != nil {
 		return Result{}, err

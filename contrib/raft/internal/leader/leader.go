@@ -53,8 +53,7 @@ func NewRouter(ep *erpc.Endpoint, replicas []string) *Router {
 // Do calls method with req until a replica answers with a status of the
 // caller's, and returns that response. With anyReplica each try goes to a
 // random replica instead of the leader (for reads that may be stale). req
-// must not change until Do returns, nor be reused afterwards: erpc may
-// still read the buffer of a call that failed.
+// must not change until Do returns; erpc reads it no longer.
 func (r *Router) Do(ctx context.Context, method string, req []byte, anyReplica bool) ([]byte, error) {
 	backoff := time.Millisecond
 	for {
