@@ -102,13 +102,13 @@ func openTransport(addr string, o *options) (transport.Transport, error) {
 		if _, _, err := net.SplitHostPort(rest); err != nil {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: want host:port (port 0 picks one)", addr), Cause: err}
 		}
-		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf})
+		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths})
 		if err != nil {
 			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}
 		return u, nil
 	case "mem":
-		m, err := memnet.Default().Listen(rest)
+		m, err := memnet.Default().ListenPaths(rest, o.paths)
 		if err != nil {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}
@@ -153,6 +153,10 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	// The wire format carries at most 64 KiB of data per packet.
 	cfg.MaxPacketSize = min(cfg.MaxPacketSize, tr.MaxDatagram(), wire.HeaderLen+0xFFFF)
 	cfg.NotServing = handlers == nil
+	cfg.Paths = 1
+	if p, ok := tr.(transport.Pather); ok {
+		cfg.Paths = p.Paths()
+	}
 	ep := &Endpoint{
 		server:   srv,
 		opts:     o,

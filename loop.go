@@ -173,7 +173,7 @@ func (ep *Endpoint) flush(now proto.Time) {
 	msgs := ep.loop.msgs[:0]
 	for i := range pkts {
 		p := &pkts[i]
-		msgs = append(msgs, transport.Message{To: p.To, Head: p.Head(), Payload: p.Payload})
+		msgs = append(msgs, transport.Message{To: p.To, Head: p.Head(), Payload: p.Payload, Path: p.Path})
 	}
 	if err := ep.tr.Send(msgs); err != nil && err != transport.ErrTooLarge {
 		if ep.closeErr == nil && ep.state.Load() != stateClosed {

@@ -21,6 +21,7 @@ type options struct {
 	queue     int
 	engine    proto.Config
 	sockBuf   int
+	paths     int
 	stall     time.Duration // a loop held this long by one handler is logged
 }
 
@@ -137,6 +138,18 @@ func WithMaxHeldBytes(n int) Option { return func(o *options) { o.engine.MaxHeld
 // method's name): every other call of the endpoint waits meanwhile.
 // Default 1 s; a negative value turns the log off.
 func WithStallLog(d time.Duration) Option { return func(o *options) { o.stall = d } }
+
+// WithPaths makes the endpoint's client sessions spread their packets over
+// k paths (SRD's multipath): the endpoint sends from k local ports, a
+// network that hashes the UDP 5-tuple onto several paths (ECMP) carries
+// each port's packets on a path of its own, and each session keeps an RTT
+// per path, prefers the faster ones, moves a retransmission to another
+// path and avoids a path that keeps timing out. Replies come back on the
+// port, so on the path, their request went out on. Default 1; at most 64.
+// It applies to the transports erpc opens (UDP, and mem for tests); a
+// transport given with WithTransport brings its own paths
+// (transport.Pather, udp.Options.Paths).
+func WithPaths(k int) Option { return func(o *options) { o.paths = k } }
 
 // WithSocketBuffer sets the UDP socket buffers (default 8 MiB).
 func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } }

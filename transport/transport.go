@@ -85,6 +85,16 @@ type Targeter interface {
 	Target() string
 }
 
+// Pather is implemented by transports that can send from several local
+// ports, so that one session's packets take several network paths (ECMP
+// hashes the source port into the path; SRD's multipath): Message.Path
+// picks the port, and replies to a port come back through the transport's
+// Receive. Paths is how many there are, the transport's own address being
+// path 0.
+type Pather interface {
+	Paths() int
+}
+
 // PacketSizer is implemented by transports that prefer a datagram size of
 // their own: a network transport wants datagrams that fit the path MTU, a
 // shared-memory one wants large ones. Without it, endpoints use 1472 bytes,
@@ -100,6 +110,10 @@ type Message struct {
 	To      netip.AddrPort
 	Head    []byte
 	Payload []byte
+	// Path is the local path (source port) to send from: 0 is the
+	// transport's own address; a transport with several paths (Pather)
+	// has others. Transports with one path ignore it.
+	Path uint8
 }
 
 // Len is the datagram's size.

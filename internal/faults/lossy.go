@@ -68,6 +68,13 @@ func (l *lossy) Target() string {
 	return ""
 }
 
+func (l *lossy) Paths() int {
+	if p, ok := l.Transport.(transport.Pather); ok {
+		return p.Paths()
+	}
+	return 1
+}
+
 func (l *lossy) PacketSize() int {
 	if ps, ok := l.Transport.(transport.PacketSizer); ok {
 		return ps.PacketSize()

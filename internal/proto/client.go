@@ -71,8 +71,10 @@ type clientSide struct {
 	pending  int // calls accepted and not completed
 	cancelsN int // slots canceling
 
-	credits int // negotiated total
-	avail   int // not held by in-flight packets
+	credits  int // negotiated total
+	avail    int // not held by in-flight packets
+	paths    int // the paths (client source ports) the session sprays over
+	nextPath int
 	flight  inflightList
 	rtt     rttEstimator
 	txSeq   uint32

@@ -234,6 +234,7 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	s.peerToken = c.Token
 	e.byRemote[s.remoteKey()] = s
 	cs.credits = s.negotiate(&e.cfg, &c)
+	cs.paths = e.cfg.Paths
 	cs.avail = cs.credits
 	cs.slots = make([]clientSlot, s.window)
 	for i := range cs.slots {

@@ -74,27 +74,28 @@ func (e *Engine) sendSlot(now Time, s *session, i int) {
 	if sl.respSize < 0 {
 		for sl.reqNext < sl.reqPkts && cs.avail > 0 {
 			cs.avail--
-			e.transmit(now, s, i, kindReq, sl.reqNext, 0)
+			e.transmit(now, s, i, kindReq, sl.reqNext, 0, -1)
 			sl.reqNext++
 		}
 		return
 	}
 	for sl.rfrNext < sl.respPkts && cs.avail > 0 {
 		cs.avail--
-		e.transmit(now, s, i, kindRFR, sl.rfrNext, 0)
+		e.transmit(now, s, i, kindRFR, sl.rfrNext, 0, -1)
 		sl.rfrNext++
 	}
 }
 
 // transmit sends packet (kind, idx) of slot i with a fresh sequence number
 // and records it in flight. The caller has set aside its credit.
-func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32, retx uint8) {
+func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32, retx uint8, lostPath int) {
 	cs := s.c
 	sl := &cs.slots[i]
 	h := s.header(wire.TypeRFR, sl.reqNum)
 	h.ReqType = sl.call.reqType
 	h.PktIndex = idx
 	h.TxSeq = cs.nextSeq()
+	h.Path = e.choosePath(now, s, lostPath)
 	var payload []byte
 	if kind == kindReq {
 		h.Type = wire.TypeReq
@@ -107,8 +108,8 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 			h.HoldMicros = wire.EncodeTimeout(d.Sub(now))
 		}
 	}
-	e.emit(s.peer, &h, payload)
-	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, idx: idx, sentAt: now})
+	e.emitOnPath(s.peer, &h, payload)
+	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, path: h.Path, idx: idx, sentAt: now})
 	sl.nflight++
 	if !sl.sent {
 		sl.firstSent = now
@@ -127,7 +128,23 @@ func (e *Engine) retransmit(now Time, s *session, j int) {
 	r := cs.flight.removeAt(j)
 	cs.slots[r.slot].nflight--
 	e.stats.Retransmits++
-	e.transmit(now, s, int(r.slot), r.kind, r.idx, min(r.retx+1, 30))
+	e.transmit(now, s, int(r.slot), r.kind, r.idx, min(r.retx+1, 30), int(r.path))
+}
+
+// choosePath picks the path of a client packet: 0 for a session on one
+// path; otherwise the next in turn, and for a retransmission another than
+// the path its lost copy went on (lost, or -1 for a new packet).
+func (e *Engine) choosePath(now Time, s *session, lost int) uint8 {
+	cs := s.c
+	if cs.paths <= 1 {
+		return 0
+	}
+	p := cs.nextPath
+	if p == lost {
+		p = (p + 1) % cs.paths
+	}
+	cs.nextPath = (p + 1) % cs.paths
+	return uint8(p)
 }
 
 // detectLoss resends every in-flight packet that ReorderThreshold later
@@ -247,7 +264,7 @@ func (e *Engine) probe(now Time, s *session, i int) {
 		return
 	}
 	cs.avail--
-	e.transmit(now, s, i, kindRFR, 0, sl.probes)
+	e.transmit(now, s, i, kindRFR, 0, sl.probes, -1)
 	sl.probes = min(sl.probes+1, 30)
 	sl.lastProgress = now
 }

@@ -51,6 +51,12 @@ type Config struct {
 	// from. It must exceed the clients' KeepaliveInterval. Default 30 s.
 	IdleTimeout time.Duration
 
+	// Paths is the number of paths (client source ports) a client session
+	// spreads its packets over, SRD's multipath: each packet goes on the
+	// path the session's path choice picks, and the driver sends it from
+	// that path's port (Packet.Path). Default 1; at most 64.
+	Paths int
+
 	// MaxSessions caps the server sessions of this engine. Default 65536.
 	MaxSessions int
 	// NotServing makes the engine refuse every session a client asks for
@@ -100,6 +106,8 @@ func (c Config) withDefaults() Config {
 	defDur(&c.KeepaliveInterval, 5*time.Second)
 	defDur(&c.IdleTimeout, 30*time.Second)
 	def(&c.MaxSessions, 1<<16)
+	def(&c.Paths, 1)
+	c.Paths = min(c.Paths, 64)
 	def(&c.MaxHeldRequests, 4096)
 	def(&c.MaxHeldBytes, 256<<20)
 	def(&c.PoolBytes, 64<<20)

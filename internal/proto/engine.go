@@ -58,7 +58,8 @@ type Engine struct {
 	serverSessions int
 	nextCallID     CallID
 
-	hdr   wire.Header // scratch for parsing
+	hdr   wire.Header    // scratch for parsing
+	from  netip.AddrPort // the source of the packet being handled: replies go there
 	stats Stats
 }
 
@@ -116,6 +117,7 @@ func (e *Engine) touch(now Time) {
 func (e *Engine) Receive(now Time, from netip.AddrPort, pkt []byte) {
 	e.touch(now)
 	e.stats.PacketsIn++
+	e.from = from
 	h := &e.hdr
 	payload, err := h.Parse(pkt)
 	if err != nil {
@@ -268,9 +270,16 @@ func (e *Engine) emit(to netip.AddrPort, h *wire.Header, payload []byte) {
 }
 
 func (e *Engine) fill(p *Packet, to netip.AddrPort, h *wire.Header, payload []byte) {
-	p.To, p.Payload, p.headLen = to, payload, wire.HeaderLen
+	p.To, p.Payload, p.headLen, p.Path = to, payload, wire.HeaderLen, 0
 	h.Put(p.head[:])
 	e.stats.PacketsOut++
+}
+
+// emitOnPath queues a client packet to go out on path h.Path.
+func (e *Engine) emitOnPath(to netip.AddrPort, h *wire.Header, payload []byte) {
+	p := e.newPacket()
+	e.fill(p, to, h, payload)
+	p.Path = h.Path
 }
 
 // emitConnect queues a connect or connect-ack with its payload inline.

@@ -131,6 +131,11 @@ type Event struct {
 type Packet struct {
 	To      netip.AddrPort
 	Payload []byte
+	// Path is the client path (source port) to send the packet from:
+	// 0, the endpoint's own address, unless the session sprays its
+	// packets over several paths (Config.Paths). Server replies are
+	// always 0: they go back to the port the client sent from.
+	Path    uint8
 	headLen uint8
 	head    [wire.HeaderLen + wire.ConnectLen]byte
 }

@@ -26,7 +26,7 @@ type world struct {
 	now     Time
 	net     *simnet.Net
 	hosts   []*host
-	byAddr  map[netip.AddrPort]*host
+	byAddr  map[netip.Addr]*host // a host owns every port of its address: one per path
 	actions []action
 	steps   int
 	stuck   int // consecutive steps at the same instant
@@ -38,14 +38,20 @@ type action struct {
 }
 
 func newWorld(t testing.TB, seed uint64, link simnet.LinkConfig) *world {
-	return &world{t: t, now: 1, net: simnet.New(seed, link), byAddr: make(map[netip.AddrPort]*host)}
+	return &world{t: t, now: 1, net: simnet.New(seed, link), byAddr: make(map[netip.Addr]*host)}
 }
 
 func (w *world) addHost(name, addr string, cfg Config) *host {
 	h := &host{name: name, addr: netip.MustParseAddrPort(addr), e: New(cfg)}
 	w.hosts = append(w.hosts, h)
-	w.byAddr[h.addr] = h
+	w.byAddr[h.addr.Addr()] = h
 	return h
+}
+
+// pathAddr is the address a host sends path p's packets from: its port
+// plus p, as a client spraying over several source ports would.
+func pathAddr(a netip.AddrPort, p uint8) netip.AddrPort {
+	return netip.AddrPortFrom(a.Addr(), a.Port()+uint16(p))
 }
 
 // replace swaps the engine at h's address for a new one: a process restart.
@@ -89,7 +95,7 @@ func (w *world) step(limit Time) bool {
 		if !ok {
 			break
 		}
-		if h := w.byAddr[d.To]; h != nil {
+		if h := w.byAddr[d.To.Addr()]; h != nil {
 			h.e.Receive(w.now, d.From, d.Data)
 		}
 		w.net.Release(d)
@@ -126,7 +132,7 @@ func (w *world) flush() {
 			}
 		}
 		for _, p := range h.e.Outgoing(w.now) {
-			w.net.Send(int64(w.now), h.addr, p.To, p.Head(), p.Payload)
+			w.net.Send(int64(w.now), pathAddr(h.addr, p.Path), p.To, p.Head(), p.Payload)
 		}
 	}
 }

@@ -21,6 +21,7 @@ type inflight struct {
 	slot   uint16
 	kind   pktKind
 	retx   uint8 // how many times this packet was sent before this copy
+	path   uint8 // the path this copy went on
 	idx    uint32
 	sentAt Time
 }

@@ -45,6 +45,7 @@ type scenario struct {
 	window      int
 	credits     int
 	failure     time.Duration // client failure timeout
+	paths       int           // client paths; each one's link to the server is slower than the last
 	cutAt       Time          // when the network goes down (partition kind)
 	cutFor      Time          // and for how long
 }
@@ -68,6 +69,7 @@ func genScenario(seed uint64, kind string) scenario {
 		maxHeld:     4096,
 		window:      []int{1, 2, 8, 8}[r.IntN(4)],
 		credits:     []int{1, 4, 32, 32}[r.IntN(4)],
+		paths:       []int{1, 1, 2, 4}[r.IntN(4)],
 	}
 	if r.IntN(4) == 0 {
 		sc.link.Bandwidth = float64(50+r.IntN(500)) * 1e6 // 50..550 MB/s
@@ -169,7 +171,7 @@ func runScenario(t *testing.T, sc scenario) simResult {
 	base := Config{
 		Window: sc.window, Credits: sc.credits,
 		FailureTimeout: sc.failure, IdleTimeout: 10 * time.Second,
-		KeepaliveInterval: 2 * time.Second,
+		KeepaliveInterval: 2 * time.Second, Paths: sc.paths,
 	}
 	srvCfg := base
 	srvCfg.MaxHeldRequests = sc.maxHeld
@@ -231,6 +233,12 @@ func runScenario(t *testing.T, sc scenario) simResult {
 		cfg.Random = seedRandom(sc.seed + uint64(c) + 1)
 		cl := &client{h: w.addHost(fmt.Sprintf("client%d", c), fmt.Sprintf("10.0.1.%d:1", c+1), cfg)}
 		clients = append(clients, cl)
+		for p := 1; p < sc.paths; p++ { // other paths, each a little longer: packets reorder across them
+			slower := sc.link
+			slower.Delay += time.Duration(p) * 20 * time.Microsecond
+			w.net.SetLink(pathAddr(cl.h.addr, uint8(p)), srv.addr, slower)
+			w.net.SetLink(srv.addr, pathAddr(cl.h.addr, uint8(p)), slower)
+		}
 		cl.h.onEvent = func(ev Event) {
 			switch ev.Type {
 			case EventSessionDown:

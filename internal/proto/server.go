@@ -77,6 +77,7 @@ type Request struct {
 	owedSeq  uint32
 	owedIdx  uint32
 	owedPath uint8
+	owedTo   netip.AddrPort // the client port the completing packet came from
 	arrived  Time
 	deadline Time // the client's deadline, on our clock; Never if none
 	outIdx   int  // reserved place of the owed reply in the output queue
@@ -182,7 +183,7 @@ func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error
 	sl.code = status
 	sl.req = nil
 	e.keepResponse(sl, r, resp)
-	e.fillResp(e.owedPacket(r), s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
+	e.fillResp(e.owedPacket(r), r.owedTo, s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
 	e.releaseRequest(r)
 	return nil
 }
@@ -202,7 +203,7 @@ func (e *Engine) Reject(now Time, h ReqHandle) error {
 	hdr := s.header(wire.TypeNack, sl.reqNum)
 	hdr.Code = sl.code
 	hdr.TxSeq, hdr.Path, hdr.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
-	e.fill(e.owedPacket(r), s.peer, &hdr, nil)
+	e.fill(e.owedPacket(r), r.owedTo, &hdr, nil)
 	e.stats.NacksSent++
 	e.releaseRequest(r)
 	return nil
@@ -224,12 +225,13 @@ func (e *Engine) answerable(h ReqHandle) (*Request, error) {
 	return r, nil
 }
 
-// sendResp sends response packet idx of slot sl, echoing seq.
+// sendResp sends response packet idx of slot sl, echoing seq, to the
+// port the packet it answers came from.
 func (e *Engine) sendResp(s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
-	e.fillResp(e.newPacket(), s, sl, idx, seq, path, hold)
+	e.fillResp(e.newPacket(), e.from, s, sl, idx, seq, path, hold)
 }
 
-func (e *Engine) fillResp(p *Packet, s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
+func (e *Engine) fillResp(p *Packet, to netip.AddrPort, s *session, sl *serverSlot, idx, seq uint32, path uint8, hold uint16) {
 	sl.respRound = e.round
 	h := s.header(wire.TypeResp, sl.reqNum)
 	h.Code = sl.code
@@ -237,7 +239,7 @@ func (e *Engine) fillResp(p *Packet, s *session, sl *serverSlot, idx, seq uint32
 	h.PktIndex = idx
 	h.TxSeq, h.Path, h.HoldMicros = seq, path, hold
 	lo, hi := dataRange(idx, len(sl.resp), s.dpp)
-	e.fill(p, s.peer, &h, sl.resp[lo:hi])
+	e.fill(p, to, &h, sl.resp[lo:hi])
 }
 
 // replyPending answers a delivered request's completing packet with a
@@ -248,7 +250,7 @@ func (e *Engine) replyPending(now Time, r *Request) {
 	h.Flags = wire.FlagPending
 	h.PktIndex = r.owedIdx
 	h.TxSeq, h.Path, h.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
-	e.fill(e.owedPacket(r), s.peer, &h, nil)
+	e.fill(e.owedPacket(r), r.owedTo, &h, nil)
 }
 
 // holdMicros is the time a reply was held at the server, for the client's

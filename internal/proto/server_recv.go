@@ -46,7 +46,7 @@ func (e *Engine) reply(s *session, in *wire.Header, t wire.Type, flags wire.Flag
 	h := s.header(t, in.ReqNum)
 	h.Flags, h.Code = flags, code
 	h.ReqType, h.PktIndex, h.TxSeq, h.Path = in.ReqType, in.PktIndex, in.TxSeq, in.Path
-	e.emit(s.peer, &h, nil)
+	e.emit(e.from, &h, nil)
 }
 
 // sendReset tells a client that this engine has no session matching its
@@ -141,7 +141,7 @@ func (e *Engine) sendNack(s *session, in *wire.Header, code uint8) {
 	if code == wire.CodeMsgTooLarge {
 		h.MsgSize = uint32(s.maxMsg)
 	}
-	e.emit(s.peer, &h, nil)
+	e.emit(e.from, &h, nil)
 }
 
 // reassemble stores a request packet, in any order and any number of
@@ -164,7 +164,7 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 	}
 	sl.state = sslotHandling
 	r.state = reqHandling
-	r.owedSeq, r.owedIdx, r.owedPath = h.TxSeq, h.PktIndex, h.Path
+	r.owedSeq, r.owedIdx, r.owedPath, r.owedTo = h.TxSeq, h.PktIndex, h.Path, e.from
 	r.arrived = now
 	if h.Flags&wire.FlagDeadline != 0 {
 		r.deadline = now.Add(wire.DecodeTimeout(h.HoldMicros))

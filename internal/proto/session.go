@@ -38,9 +38,18 @@ func (s *session) header(t wire.Type, reqNum uint64) wire.Header {
 }
 
 // accepts reports whether a packet from addr with header h is addressed to
-// this incarnation of s: its number, its token and its peer's address.
+// this incarnation of s: its number, its token and its peer's address. A
+// server session takes its client's packets from any port of the client's
+// host: a client that sprays over several paths sends each from a source
+// port of its own (its replies go back there).
 func (s *session) accepts(from netip.AddrPort, h *wire.Header) bool {
-	return s.token == h.Token && s.peer == from
+	if s.token != h.Token {
+		return false
+	}
+	if s.s != nil {
+		return s.peer.Addr() == from.Addr()
+	}
+	return s.peer == from
 }
 
 // negotiate applies the peer's connect parameters on top of ours.

@@ -113,7 +113,12 @@ func (n *Network) now() int64 { return int64(time.Since(n.start)) }
 
 // Listen creates a transport on the network. name may be empty (an address
 // is assigned), a name to bind ("server"), or an ip:port literal.
-func (n *Network) Listen(name string) (*Transport, error) {
+func (n *Network) Listen(name string) (*Transport, error) { return n.ListenPaths(name, 1) }
+
+// ListenPaths is Listen for a transport that sends from paths addresses
+// (transport.Pather): its own and the next ports of its address. SetLink
+// on a path's address (PathAddr) gives that path a link of its own.
+func (n *Network) ListenPaths(name string, paths int) (*Transport, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	addr, err := netip.ParseAddrPort(name)
@@ -128,17 +133,30 @@ func (n *Network) Listen(name string) (*Transport, error) {
 		addr = n.assign()
 		n.names[name] = addr
 	}
-	if _, taken := n.hosts[addr]; taken {
-		return nil, fmt.Errorf("memnet: address %v is in use", addr)
-	}
+	paths = min(max(paths, 1), 64)
 	t := &Transport{net: n, addr: addr, name: name, notify: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	for p := range paths {
+		pa := PathAddr(addr, p)
+		if _, taken := n.hosts[pa]; taken {
+			return nil, fmt.Errorf("memnet: address %v is in use", pa)
+		}
+		t.paths = append(t.paths, pa)
+	}
 	t.inbox.Less = arrivesBefore
 	t.timer.Stop()
-	n.hosts[addr] = t
+	for _, pa := range t.paths {
+		n.hosts[pa] = t
+	}
 	return t, nil
 }
 
-// assign picks the next free address in 10.77.0.0/16. n.mu is held.
+// PathAddr is the address path p of a transport at addr sends from.
+func PathAddr(addr netip.AddrPort, p int) netip.AddrPort {
+	return netip.AddrPortFrom(addr.Addr(), addr.Port()+uint16(p))
+}
+
+// assign picks the next free address in 10.77.0.0/16 (port 1; the ports
+// after it are for paths). n.mu is held.
 func (n *Network) assign() netip.AddrPort {
 	for {
 		n.next++
@@ -173,6 +191,7 @@ type arrival struct {
 type Transport struct {
 	net    *Network
 	addr   netip.AddrPort
+	paths  []netip.AddrPort // the addresses it sends from, addr first
 	name   string
 	notify chan struct{} // a datagram was queued, or Wake
 	timer  *time.Timer   // owned by the Wait caller
@@ -193,6 +212,9 @@ func (t *Transport) LocalAddr() netip.AddrPort { return t.addr }
 
 // MaxDatagram is the largest datagram the transport carries.
 func (t *Transport) MaxDatagram() int { return DefaultMaxDatagram }
+
+// Paths is how many addresses the transport sends from.
+func (t *Transport) Paths() int { return len(t.paths) }
 
 // Target is what a peer on the same network dials to reach the transport:
 // "mem://" and its name, or its address if it has none. (erpc's
@@ -225,13 +247,17 @@ func (t *Transport) Send(msgs []transport.Message) error {
 			err = transport.ErrTooLarge
 			continue
 		}
+		from := t.addr
+		if int(m.Path) < len(t.paths) {
+			from = t.paths[m.Path]
+		}
 		dst := n.hosts[m.To]
-		at, copies := n.sim.Schedule(now, t.addr, m.To, m.Len())
+		at, copies := n.sim.Schedule(now, from, m.To, m.Len())
 		if dst == nil || dst.closed {
 			continue
 		}
 		for c := range copies {
-			dst.queue(t.addr, at[c], m.Head, m.Payload)
+			dst.queue(from, at[c], m.Head, m.Payload)
 		}
 	}
 	return err
@@ -343,7 +369,9 @@ func (t *Transport) Close() error {
 	n.mu.Lock()
 	if !t.closed {
 		t.closed = true
-		delete(n.hosts, t.addr)
+		for _, pa := range t.paths {
+			delete(n.hosts, pa)
+		}
 		if t.name != "" && n.names[t.name] == t.addr {
 			delete(n.names, t.name)
 		}

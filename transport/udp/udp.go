@@ -35,6 +35,15 @@ type Options struct {
 	// Each session uses the smaller of its two ends' sizes, so a peer
 	// across a smaller MTU is never sent fragments it did not ask for.
 	PacketSize int
+
+	// Paths is how many local ports the transport sends from (default 1):
+	// the socket on addr is path 0, and Paths-1 more sockets on the same
+	// address are the others, on PathPorts if given (one per extra path),
+	// else on ports the kernel picks. A network that spreads flows over
+	// several paths by hashing the UDP 5-tuple (ECMP) then carries one
+	// session over several paths (transport.Pather).
+	Paths     int
+	PathPorts []int
 }
 
 // defaultPacketSize is the datagram size for an unknown path: a 1500-byte
@@ -109,7 +118,43 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		conn.Close()
 		return nil, err
 	}
+	if err := t.openPaths(ua, opts); err != nil {
+		t.Close()
+		return nil, err
+	}
 	return t, nil
+}
+
+// openPaths opens the sockets of paths 1 and up.
+func (t *Transport) openPaths(ua *net.UDPAddr, opts Options) error {
+	for p := 1; p < min(opts.Paths, 64); p++ {
+		pa := *ua
+		pa.Port = 0
+		if p-1 < len(opts.PathPorts) {
+			pa.Port = opts.PathPorts[p-1]
+		}
+		c, err := net.ListenUDP("udp", &pa)
+		if err != nil {
+			return fmt.Errorf("udp: path %d: %w", p, err)
+		}
+		setBuffers(c, opts.SocketBuffer)
+		if err := t.addPath(c); err != nil {
+			c.Close()
+			return err
+		}
+	}
+	return nil
+}
+
+// Paths is how many local ports the transport sends from.
+func (t *Transport) Paths() int { return 1 + len(t.paths) }
+
+// PathPort is the local port of path p.
+func (t *Transport) PathPort(p int) int {
+	if p == 0 {
+		return int(t.local.Port())
+	}
+	return t.paths[p-1].port
 }
 
 // LocalAddr is the address peers send to (loopback when bound to all

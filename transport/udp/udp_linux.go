@@ -37,7 +37,13 @@ type Transport struct {
 	woken  atomic.Bool
 	closed atomic.Bool
 
+	// The sockets of paths 1 and up (Options.Paths), and the set Wait
+	// parks on when there are any.
+	paths []*pathConn
+	set   *pathSet
+
 	// Owned by the event loop (Receive, Send, Wait).
+	byPath   [][]transport.Message // Send's per-path scratch
 	rx       rxBatch
 	tx       txBatch
 	gso      bool // UDP_SEGMENT works; cleared when the kernel refuses it
@@ -116,7 +122,18 @@ const receiveBudget = 256 << 10
 // sends) and passes each datagram to fn, cutting GRO trains back into
 // datagrams.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
-	total, bytes := 0, 0
+	total, bytes, err := t.receiveOn(t.rc, fn, 0, 0)
+	for _, pc := range t.paths {
+		if err != nil || bytes >= receiveBudget {
+			break
+		}
+		total, bytes, err = t.receiveOn(pc.rc, fn, total, bytes)
+	}
+	return total, err
+}
+
+// receiveOn reads batches from one socket, as Receive describes.
+func (t *Transport) receiveOn(rc syscall.RawConn, fn func(from netip.AddrPort, data []byte), total, bytes int) (int, int, error) {
 	for range 4 {
 		// Ask for as many datagrams as the budget has room for, judging
 		// by the size of the last ones.
@@ -124,13 +141,13 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		if t.rxAvg > 0 {
 			t.rxVlen = min(max((receiveBudget-bytes)/t.rxAvg, 1), batchSize)
 		}
-		if err := t.rc.Control(t.recvFn); err != nil {
-			return total, transport.ErrClosed
+		if err := rc.Control(t.recvFn); err != nil {
+			return total, bytes, transport.ErrClosed
 		}
 		if t.rxN <= 0 {
 			// EAGAIN: empty. Anything else (an ICMP error queued on the
 			// socket) is the network losing something: not our failure.
-			return total, nil
+			return total, bytes, nil
 		}
 		got := 0
 		for i := range t.rxN {
@@ -143,7 +160,7 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 			break
 		}
 	}
-	return total, nil
+	return total, bytes, nil
 }
 
 // recvBatch reads one batch without blocking (a raw system call, see
@@ -189,19 +206,53 @@ func (t *Transport) deliver(i int, fn func(netip.AddrPort, []byte)) int {
 }
 
 // Send writes msgs with as few system calls as it can: sendmmsg batches,
-// and GSO trains for runs of equal-sized datagrams to one peer.
+// and GSO trains for runs of equal-sized datagrams to one peer; with
+// several paths, one batch per path, from that path's socket.
 func (t *Transport) Send(msgs []transport.Message) error {
+	if len(t.paths) == 0 {
+		return t.sendOn(t.rc, msgs)
+	}
+	if t.byPath == nil {
+		t.byPath = make([][]transport.Message, 1+len(t.paths))
+	}
+	for _, m := range msgs {
+		p := int(m.Path)
+		if p >= len(t.byPath) {
+			p = 0
+		}
+		t.byPath[p] = append(t.byPath[p], m)
+	}
+	var err error
+	for p, batch := range t.byPath {
+		if len(batch) == 0 {
+			continue
+		}
+		rc := t.rc
+		if p > 0 {
+			rc = t.paths[p-1].rc
+		}
+		if e := t.sendOn(rc, batch); e != nil && (err == nil || e == transport.ErrClosed) {
+			err = e
+		}
+		clear(batch)
+		t.byPath[p] = batch[:0]
+	}
+	return err
+}
+
+// sendOn sends msgs from one socket.
+func (t *Transport) sendOn(rc syscall.RawConn, msgs []transport.Message) error {
 	var err error
 	for len(msgs) > 0 {
 		used, tooLarge := t.build(msgs)
 		if tooLarge {
 			err = transport.ErrTooLarge
 		}
-		cerr := t.rc.Control(t.sendFn)
+		cerr := rc.Control(t.sendFn)
 		if cerr == nil && t.txFull {
 			// The socket buffer is full: wait in the netpoller until it
 			// drains rather than drop what the protocol would only resend.
-			cerr = t.rc.Write(t.writeFn)
+			cerr = rc.Write(t.writeFn)
 		}
 		if cerr != nil {
 			t.clearTx()
@@ -331,6 +382,9 @@ func (t *Transport) Wait(deadline time.Time) error {
 	if t.woken.Swap(false) {
 		return nil
 	}
+	if t.set != nil {
+		return t.waitPaths(deadline)
+	}
 	if err := t.conn.SetReadDeadline(deadline); err != nil {
 		return transport.ErrClosed
 	}
@@ -358,17 +412,43 @@ func (t *Transport) readable(fd uintptr) bool {
 // aLongTimeAgo is a read deadline that has always passed.
 var aLongTimeAgo = time.Unix(1, 0)
 
+// waitPaths is Wait for a transport with several paths.
+func (t *Transport) waitPaths(deadline time.Time) error {
+	if err := t.set.ep.SetReadDeadline(deadline); err != nil {
+		return transport.ErrClosed
+	}
+	err := t.set.rc.Read(func(epfd uintptr) bool { return t.woken.Swap(false) || t.set.ready(epfd) })
+	switch {
+	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
+		return nil
+	case errors.Is(err, os.ErrClosed), errors.Is(err, net.ErrClosed):
+		return transport.ErrClosed
+	}
+	return err
+}
+
 // Wake ends a current or next Wait.
 func (t *Transport) Wake() {
 	t.woken.Store(true)
+	if t.set != nil {
+		_ = t.set.ep.SetReadDeadline(aLongTimeAgo)
+		return
+	}
 	_ = t.conn.SetReadDeadline(aLongTimeAgo)
 }
 
-// Close closes the socket; a Wait in progress returns ErrClosed. Closing
+// Close closes the sockets; a Wait in progress returns ErrClosed. Closing
 // twice is harmless.
 func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
-	return t.conn.Close()
+	err := t.conn.Close()
+	for _, pc := range t.paths {
+		pc.conn.Close()
+	}
+	if t.set != nil {
+		t.set.ep.Close()
+	}
+	return err
 }

@@ -19,7 +19,8 @@ import (
 // rest, as it would for a slow reader. So the memory a transport holds is
 // two arenas and one read buffer, whatever arrives.
 type Transport struct {
-	packetSize int // Options.PacketSize, resolved
+	packetSize int                  // Options.PacketSize, resolved
+	paths      []struct{ port int } // never any: several paths need the Linux transport
 	conn       *net.UDPConn
 	local      netip.AddrPort
 
@@ -201,4 +202,9 @@ func (t *Transport) Close() error {
 	err := t.conn.Close()
 	t.Wake()
 	return err
+}
+
+// addPath is not supported by the portable transport.
+func (t *Transport) addPath(c *net.UDPConn) error {
+	return errors.New("udp: several paths need the Linux transport")
 }
