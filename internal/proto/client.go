@@ -75,11 +75,11 @@ type clientSide struct {
 	avail    int // not held by in-flight packets
 	paths    int // the paths (client source ports) the session sprays over
 	nextPath int
-	flight  inflightList
-	rtt     rttEstimator
-	txSeq   uint32
-	largest uint32 // largest acknowledged seq
-	acked   bool   // largest is valid
+	flight   inflightList
+	rtt      rttEstimator
+	txSeq    uint32
+	largest  uint32 // largest acknowledged seq
+	acked    bool   // largest is valid
 	// lastAck is when a reply last answered an in-flight packet (0: never).
 	// Retransmission timers run from it as well as from each packet's
 	// send time, as TCP restarts its timer on every ACK: packets queued
