@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/wire"
 )
 
 // call is one client call on its way through the loop. Calls are pooled:
@@ -18,6 +19,7 @@ type call struct {
 	req      []byte
 	resp     []byte
 	deadline proto.Time
+	meta     bool // req starts with a metadata block
 	sid      proto.SessionID
 	engID    proto.CallID
 	state    atomic.Int32                 // callQueued, callTaken or callWithdrawn
@@ -76,8 +78,13 @@ func (s *Session) call(ctx context.Context, method string, id uint32, req, resp 
 	if s.calledOnLoop(ctx) {
 		return nil, errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()")
 	}
+	meta := false
+	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
+		req, meta = withMetadata(md, req) // a copy of req behind the block
+	}
 	c := getCall(s, method, req, resp)
 	c.id = id
+	c.meta = meta
 	if d, ok := ctx.Deadline(); ok {
 		c.deadline = proto.Time(d.Sub(s.ep.start))
 	}
@@ -152,7 +159,11 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 		ep.finishOnLoop(c, nil, serr)
 		return
 	}
-	id, err := ep.eng.StartCall(now, sid, c.id, c.req, c.resp, c.deadline, c)
+	var flags wire.Flags
+	if c.meta {
+		flags = wire.FlagMetadata
+	}
+	id, err := ep.eng.StartCallFlags(now, sid, c.id, c.req, c.resp, c.deadline, flags, c)
 	if err != nil {
 		ep.finishOnLoop(c, nil, ep.callError(c, err, 0, nil))
 		return

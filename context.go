@@ -2,6 +2,7 @@ package erpc
 
 import (
 	"context"
+	"net/netip"
 	"sync"
 	"time"
 )
@@ -17,6 +18,8 @@ type reqCtx struct {
 	ep   *Endpoint
 	dl   time.Time
 	hasD bool
+	md   Metadata
+	peer netip.AddrPort
 
 	mu    sync.Mutex
 	done  chan struct{}
@@ -25,7 +28,7 @@ type reqCtx struct {
 }
 
 func newReqCtx(r *request) *reqCtx {
-	return &reqCtx{req: r, gen: r.gen(), ep: r.ep, dl: r.dl, hasD: r.hasDL}
+	return &reqCtx{req: r, gen: r.gen(), ep: r.ep, dl: r.dl, hasD: r.hasDL, md: r.md, peer: r.peer}
 }
 
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
@@ -97,11 +100,16 @@ func (c *reqCtx) expireLocked() {
 type loopKey struct{}
 
 func (c *reqCtx) Value(key any) any {
-	if _, ok := key.(loopKey); ok {
+	switch key.(type) {
+	case loopKey:
 		if c.req.runningInline(c.gen) {
 			return c.ep
 		}
 		return offLoop{}
+	case incomingKey:
+		return c.md
+	case peerKey:
+		return c.peer
 	}
 	return nil
 }

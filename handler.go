@@ -92,6 +92,11 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 	}
 	r := ep.newRequest(h, hd)
 	q := Request{r: r, gen: r.gen()}
+	if r.badMeta { // the handler never sees a request it cannot read
+		q.RespondError(Errorf(InvalidArgument, "malformed request metadata"))
+		r.release(true)
+		return
+	}
 	if hd.background {
 		if !ep.workers.submit(q) {
 			_ = ep.eng.Reject(now, h) // NACK: the client fails fast with ResourceExhausted

@@ -41,6 +41,8 @@ type request struct {
 	peer    netip.AddrPort
 	dl      time.Time // the caller's deadline, if hasDL
 	hasDL   bool
+	md      Metadata // the caller's metadata; nil if it sent none
+	badMeta bool     // its metadata block was malformed: the handler does not run
 
 	ctx      atomic.Pointer[reqCtx] // made on first Context call
 	canceled atomic.Bool            // the request ended: a context made now starts canceled
@@ -99,6 +101,14 @@ func (q Request) Peer() netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	return q.r.peer
+}
+
+// Metadata is what the caller sent with the request, nil if nothing.
+func (q Request) Metadata() Metadata {
+	if !q.current() {
+		return nil
+	}
+	return q.r.md
 }
 
 // Deadline is the caller's deadline for the request, if it sent one.
@@ -242,7 +252,7 @@ func (r *request) release(onLoop bool) {
 	ep := r.ep
 	r.state.Store(uint64(r.gen()+1) << 32) // every handle to it is spent
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
-	r.peer, r.dl, r.hasDL = netip.AddrPort{}, time.Time{}, false
+	r.peer, r.dl, r.hasDL, r.md = netip.AddrPort{}, time.Time{}, false, nil
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
 	if r.out != nil && onLoop {
@@ -315,6 +325,9 @@ func (ep *Endpoint) newRequest(h proto.ReqHandle, hd *handler) *request {
 	r.peer = h.Peer()
 	if d, ok := h.Deadline(); ok {
 		r.dl, r.hasDL = ep.wallTime(d), true
+	}
+	if h.HasMetadata() {
+		r.md, r.data, r.badMeta = parseRequestMetadata(r.data)
 	}
 	h.SetTag(r)
 	return r

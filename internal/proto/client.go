@@ -15,6 +15,7 @@ type call struct {
 	req      []byte
 	resp     []byte
 	deadline Time // Never: none
+	flags    wire.Flags // request flags from the driver (FlagMetadata)
 	tag      any
 }
 
@@ -213,6 +214,13 @@ func (e *Engine) sendConnect(now Time, s *session) {
 // StartCall fails at once only if the session is gone or req is larger
 // than the session allows (a *SizeError).
 func (e *Engine) StartCall(now Time, id SessionID, reqType uint32, req, resp []byte, deadline Time, tag any) (CallID, error) {
+	return e.StartCallFlags(now, id, reqType, req, resp, deadline, 0, tag)
+}
+
+// StartCallFlags is StartCall with request flags the driver sets on every
+// packet of the request: FlagMetadata when req starts with a metadata
+// block. Other flags are the engine's and are ignored.
+func (e *Engine) StartCallFlags(now Time, id SessionID, reqType uint32, req, resp []byte, deadline Time, flags wire.Flags, tag any) (CallID, error) {
 	s := e.session(id)
 	if s == nil || s.c == nil {
 		return 0, ErrNoSession
@@ -220,7 +228,7 @@ func (e *Engine) StartCall(now Time, id SessionID, reqType uint32, req, resp []b
 	if max := e.callLimit(s); len(req) > max {
 		return 0, &SizeError{Size: len(req), Max: max, Request: true}
 	}
-	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, deadline: deadline, tag: tag}
+	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, deadline: deadline, flags: flags & wire.FlagMetadata, tag: tag}
 	e.nextCallID++
 	s.c.pending++
 	s.c.backlog.push(c)

@@ -99,6 +99,7 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 	var payload []byte
 	if kind == kindReq {
 		h.Type = wire.TypeReq
+		h.Flags |= sl.call.flags
 		h.MsgSize = uint32(len(sl.call.req))
 		lo, hi := dataRange(idx, len(sl.call.req), s.dpp)
 		payload = sl.call.req[lo:hi]

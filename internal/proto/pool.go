@@ -66,6 +66,7 @@ func (e *Engine) newRequest(s *session, h *wire.Header) *Request {
 	r.got.reset(r.pkts)
 	r.owed = false
 	r.deadline = Never
+	r.meta = false
 	r.data = e.bufs.get(size)
 	e.heldReqs++
 	e.heldBytes += cap(r.data)

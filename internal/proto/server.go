@@ -80,6 +80,7 @@ type Request struct {
 	owedTo   netip.AddrPort // the client port the completing packet came from
 	arrived  Time
 	deadline Time // the client's deadline, on our clock; Never if none
+	meta     bool // the message starts with a metadata block (wire.FlagMetadata)
 	outIdx   int  // reserved place of the owed reply in the output queue
 	tag      any  // the driver's own record of this request
 }
@@ -132,6 +133,13 @@ func (h ReqHandle) Peer() netip.AddrPort {
 		return r.sess.peer
 	}
 	return netip.AddrPort{}
+}
+
+// HasMetadata reports whether the request's Data starts with a metadata
+// block (wire.ParseMetadata).
+func (h ReqHandle) HasMetadata() bool {
+	r := h.live()
+	return r != nil && r.meta
 }
 
 // Deadline is the client's deadline for the request, on the engine's

@@ -169,6 +169,7 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 	if h.Flags&wire.FlagDeadline != 0 {
 		r.deadline = now.Add(wire.DecodeTimeout(h.HoldMicros))
 	}
+	r.meta = h.Flags&wire.FlagMetadata != 0
 	e.owe(r)
 	e.emitEvent(Event{Type: EventRequest, Session: s.id(), Req: r.handle()})
 }

@@ -72,7 +72,9 @@
 // sending the call where no session will know it.
 //
 // A request may carry its remaining time ([FlagDeadline] with the hold
-// field): the server's handler sees the deadline.
+// field): the server's handler sees the deadline. A request with
+// [FlagMetadata] starts with a metadata block of key/value pairs
+// ([AppendMetadata]); without the flag nothing of metadata is on the wire.
 //
 // # Packet exchange
 //

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -48,6 +49,47 @@ func FuzzConnectParse(f *testing.F) {
 		// Everything but the reserved bytes round-trips.
 		if !bytes.Equal(re[:14], p[:14]) || !bytes.Equal(re[16:20], p[16:20]) {
 			t.Fatalf("re-encoding differs:\n got % x\nwant % x", re, p)
+		}
+	})
+}
+
+// FuzzParseMetadata: a metadata block from any peer either fails to parse
+// or parses into pairs that survive a re-encoding unchanged (varints need
+// not be minimal on the wire, so the bytes may differ), and never into more
+// than MaxMetadata bytes of block.
+func FuzzParseMetadata(f *testing.F) {
+	md := map[string][]string{"traceparent": {"00-abc-def-01"}, "k": {"1", "2"}, "empty": nil}
+	f.Add(append(AppendMetadata(nil, []string{"empty", "k", "traceparent"}, md), "payload"...))
+	f.Add([]byte{0})
+	f.Add([]byte{3, 1, 1})
+	parse := func(msg []byte) ([]string, map[string][]string, []byte, error) {
+		var keys []string
+		got := map[string][]string{}
+		rest, err := ParseMetadata(msg, func(k string, v []string) {
+			if _, ok := got[k]; !ok {
+				keys = append(keys, k)
+			}
+			got[k] = append(got[k], v...)
+		})
+		return keys, got, rest, err
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		keys, got, rest, err := parse(msg)
+		if err != nil {
+			return
+		}
+		if len(msg)-len(rest) > MaxMetadata {
+			t.Fatalf("parsed a %d-byte block, over the bound", len(msg)-len(rest))
+		}
+		re := append(AppendMetadata(nil, keys, got), rest...)
+		keys2, got2, rest2, err := parse(re)
+		if err != nil || string(rest2) != string(rest) || len(keys2) != len(keys) {
+			t.Fatalf("re-encoded block does not parse back: %v", err)
+		}
+		for _, k := range keys {
+			if strings.Join(got[k], "\x00") != strings.Join(got2[k], "\x00") || len(got[k]) != len(got2[k]) {
+				t.Fatalf("key %q: %q then %q", k, got[k], got2[k])
+			}
 		}
 	})
 }

@@ -85,6 +85,9 @@ const (
 	// FlagDeadline marks a request packet whose HoldMicros field carries
 	// the call's remaining time, encoded by EncodeTimeout.
 	FlagDeadline
+	// FlagMetadata marks a request whose message starts with a metadata
+	// block (see AppendMetadata); without it a request carries none.
+	FlagMetadata
 )
 
 // HoldSaturated in Header.HoldMicros means "held too long to measure".
