@@ -14,7 +14,7 @@ type call struct {
 	reqType  uint32
 	req      []byte
 	resp     []byte
-	deadline Time // Never: none
+	deadline Time       // Never: none
 	flags    wire.Flags // request flags from the driver (FlagMetadata)
 	tag      any
 }
