@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
 	"github.com/erpc-go/erpc/internal/wire"
@@ -26,7 +27,12 @@ type call struct {
 	done     chan struct{}                // signaled once, for blocking calls
 	cont     func(resp []byte, err error) // for async calls, run on the loop
 	err      error
+	retx     int  // retransmissions, for a StatsHandler
 	resent   bool // sent again after its first session ended before it ran
+	// An async call's StatsHandler record (blocking calls keep theirs on
+	// the caller's stack).
+	stats     context.Context
+	statsInfo CallInfo
 }
 
 // A blocking call is queued for the loop, taken by it, or withdrawn by its
@@ -67,11 +73,41 @@ func putCall(c *call) {
 // could never complete, it fails at once with FailedPrecondition: use
 // Session.Go there, or make the handler Background.
 func (s *Session) Call(ctx context.Context, method string, req, resp []byte) ([]byte, error) {
-	return s.call(ctx, method, methodID(method), req, resp)
+	id := methodID(method)
+	if icpt := s.ep.clientIntercept; icpt != nil {
+		return s.callIntercepted(ctx, icpt, method, id, req, resp)
+	}
+	return s.callStats(ctx, method, id, req, resp)
 }
 
-// call is Call with the method's ID on the wire given.
-func (s *Session) call(ctx context.Context, method string, id uint32, req, resp []byte) ([]byte, error) {
+// callIntercepted is Call through client interceptors (apart, so that
+// Call without them keeps its buffers off the heap).
+func (s *Session) callIntercepted(ctx context.Context, icpt UnaryClientInterceptor, method string, id uint32, req, resp []byte) ([]byte, error) {
+	err := icpt(ctx, method, req, &resp, s, func(ctx context.Context, method string, rq, rs any) error {
+		out, err := s.callStats(ctx, method, id, rq.([]byte), *rs.(*[]byte))
+		*rs.(*[]byte) = out
+		return err
+	})
+	return resp, err
+}
+
+// callStats is a call as its endpoint's StatsHandler sees it.
+func (s *Session) callStats(ctx context.Context, method string, id uint32, req, resp []byte) ([]byte, error) {
+	h := s.ep.opts.stats
+	if h == nil {
+		return s.callRaw(ctx, method, id, req, resp, nil)
+	}
+	info := CallInfo{Method: method, Peer: s.addr, Start: time.Now(), ReqBytes: len(req)}
+	ctx = h.CallBegin(ctx, info)
+	var retx int
+	out, err := s.callRaw(ctx, method, id, req, resp, &retx)
+	h.CallEnd(ctx, info, CallEnd{RespBytes: len(out), Code: CodeOf(err), Err: err, Duration: time.Since(info.Start), Retransmits: retx})
+	return out, err
+}
+
+// callRaw is Call with the method's ID on the wire given, and no
+// interceptor or stats; retx, if not nil, gets the call's retransmissions.
+func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, resp []byte, retx *int) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(ctx)
 	}
@@ -114,6 +150,9 @@ func (s *Session) call(ctx context.Context, method string, id uint32, req, resp 
 		return nil, contextError(ctx)
 	}
 	resp, err := c.resp, c.err
+	if retx != nil {
+		*retx = c.retx
+	}
 	putCall(c)
 	return resp, err
 }
@@ -145,6 +184,10 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 	c := getCall(s, method, req, resp)
 	c.cont = done
 	c.state.Store(callTaken)
+	if h := s.ep.opts.stats; h != nil {
+		c.statsInfo = CallInfo{Method: method, Peer: s.addr, Start: time.Now(), ReqBytes: len(req)}
+		c.stats = h.CallBegin(context.Background(), c.statsInfo)
+	}
 	s.ep.post(command{kind: cmdCall, call: c})
 }
 
@@ -174,6 +217,7 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 // completeCall settles the call an engine completion names.
 func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	c := ev.Tag.(*call)
+	c.retx += ev.Retransmits
 	switch {
 	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load():
 		// The session ended (say, the server restarted) before the request
@@ -197,6 +241,10 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 		return
 	}
 	cont := c.cont
+	if c.stats != nil {
+		ep.opts.stats.CallEnd(c.stats, c.statsInfo, CallEnd{RespBytes: len(resp), Code: CodeOf(err), Err: err,
+			Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
+	}
 	putCall(c)
 	ep.watch.what.Store(continuationHandler)
 	defer func() {

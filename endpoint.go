@@ -37,8 +37,9 @@ type Endpoint struct {
 	cmds     cmdQueue
 	sleeping atomic.Bool // the loop is (about to be) in tr.Wait
 
-	handlers    *handlerTable // nil: serves nothing
-	workers     *workerPool
+	handlers        *handlerTable // nil: serves nothing
+	clientIntercept UnaryClientInterceptor
+	workers         *workerPool
 	reqReturned returnedRequests
 
 	state    atomic.Int32 // open, draining, closed
@@ -168,6 +169,7 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 		log:      o.logger,
 		handlers: handlers,
 		loopDone: make(chan struct{}),
+		clientIntercept: chainClient(o.clientInterceptors),
 	}
 	ep.workers = newWorkerPool(ep, o.workers, o.queue)
 	ep.loop.init(handlers)

@@ -26,6 +26,8 @@ type handler struct {
 	idx        int // dense, per server: an endpoint's per-method state
 	background bool
 	run        func(r Request) // answers r, at once or later
+	labels     context.Context // pprof labels of its background goroutines: erpc.method=name
+	wantsCtx   bool            // run always asks for the request's context (Handle, Register)
 }
 
 // handlerTable maps method IDs to handlers. A serving endpoint reads it
@@ -68,14 +70,34 @@ func (s *Server) Handle(method string, fn func(ctx context.Context, req []byte) 
 	if fn == nil {
 		return s.HandleRaw(method, nil, opts...)
 	}
-	return s.HandleRaw(method, func(r Request) {
-		resp, err := fn(r.Context(), r.Data())
+	info := &UnaryServerInfo{Method: method}
+	next := func(ctx context.Context, req any) (any, error) { return fn(ctx, req.([]byte)) }
+	return s.handleWithCtx(method, func(r Request) {
+		var resp []byte
+		var err error
+		if s.intercept == nil {
+			resp, err = fn(r.Context(), r.Data())
+		} else {
+			var out any
+			out, err = s.intercept(r.Context(), r.Data(), info, next)
+			resp, _ = out.([]byte)
+		}
 		if err != nil {
 			r.RespondError(err)
 			return
 		}
 		r.Respond(resp)
-	}, opts...)
+	}, opts)
+}
+
+// handleWithCtx registers a handler that always asks for its request's
+// context: the endpoint makes it ahead, from a slab.
+func (s *Server) handleWithCtx(method string, fn func(r Request), opts []HandlerOption) error {
+	h := &handler{name: method, run: fn, wantsCtx: true}
+	for _, o := range opts {
+		o(h)
+	}
+	return s.register(h)
 }
 
 // serve starts handling a request that arrived whole (on the loop).
@@ -90,7 +112,7 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 		_ = ep.eng.Respond(now, h, uint8(Unavailable), []byte("server shutting down"))
 		return
 	}
-	r := ep.newRequest(h, hd)
+	r := ep.newRequest(now, h, hd)
 	q := Request{r: r, gen: r.gen()}
 	if r.badMeta { // the handler never sees a request it cannot read
 		q.RespondError(Errorf(InvalidArgument, "malformed request metadata"))

@@ -15,6 +15,7 @@ type loopState struct {
 	sessions   map[proto.SessionID]*Session // client sessions by engine ID
 	reqFree    []*request
 	respHint   []int // per handler: its last response built in response memory
+	ctxSlab    ctxSlab
 	msgs       []transport.Message
 	gone       []netip.AddrPort
 	now        proto.Time
@@ -203,11 +204,16 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 			if s := ep.loop.sessions[ev.Session]; s != nil {
 				s.onUp()
 			}
+			ep.sessionEvent(ev, true, false)
+		case proto.EventSessionAccepted:
+			ep.sessionEvent(ev, true, true)
 		case proto.EventSessionDown:
-			if s := ep.loop.sessions[ev.Session]; s != nil {
+			s := ep.loop.sessions[ev.Session]
+			if s != nil {
 				delete(ep.loop.sessions, ev.Session)
 				s.onDown(now, ev.Err)
 			}
+			ep.sessionEvent(ev, false, s == nil)
 		}
 	}
 	return any

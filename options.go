@@ -23,6 +23,9 @@ type options struct {
 	sockBuf   int
 	paths     int
 	stall     time.Duration // a loop held this long by one handler is logged
+
+	clientInterceptors []UnaryClientInterceptor
+	stats              StatsHandler
 }
 
 func defaultOptions() options {

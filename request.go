@@ -42,6 +42,8 @@ type request struct {
 	dl      time.Time // the caller's deadline, if hasDL
 	hasDL   bool
 	md      Metadata // the caller's metadata; nil if it sent none
+	stats   context.Context // what the StatsHandler's CallBegin returned, if any
+	start   time.Time       // when it arrived, for the StatsHandler
 	badMeta bool     // its metadata block was malformed: the handler does not run
 
 	ctx      atomic.Pointer[reqCtx] // made on first Context call
@@ -174,7 +176,7 @@ func (q Request) RespondError(err error) error {
 	if code == OK {
 		code = Unknown
 	}
-	return q.answer(uint8(code), []byte(e.Msg), true)
+	return q.answer(uint8(code), encodeErrorPayload(e), true)
 }
 
 var errAnswered = errors.New("erpc: request already answered")
@@ -252,7 +254,7 @@ func (r *request) release(onLoop bool) {
 	ep := r.ep
 	r.state.Store(uint64(r.gen()+1) << 32) // every handle to it is spent
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
-	r.peer, r.dl, r.hasDL, r.md = netip.AddrPort{}, time.Time{}, false, nil
+	r.peer, r.dl, r.hasDL, r.md, r.stats = netip.AddrPort{}, time.Time{}, false, nil, nil
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
 	if r.out != nil && onLoop {
@@ -298,7 +300,7 @@ func (q *returnedRequests) takeAll(dst []*request) []*request {
 
 // newRequest takes a request from the pool for the engine's request h (on
 // the loop).
-func (ep *Endpoint) newRequest(h proto.ReqHandle, hd *handler) *request {
+func (ep *Endpoint) newRequest(now proto.Time, h proto.ReqHandle, hd *handler) *request {
 	free := ep.loop.reqFree
 	if len(free) == 0 {
 		free = ep.reqReturned.takeAll(free)
@@ -329,6 +331,16 @@ func (ep *Endpoint) newRequest(h proto.ReqHandle, hd *handler) *request {
 	if h.HasMetadata() {
 		r.md, r.data, r.badMeta = parseRequestMetadata(r.data)
 	}
+	if sh := ep.opts.stats; sh != nil {
+		r.start = time.Now()
+		r.stats = sh.CallBegin(callerCtx{context.Background(), r.md, r.peer},
+			CallInfo{Method: hd.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)})
+	}
+	if hd.wantsCtx {
+		c := ep.loop.ctxSlab.next()
+		c.init(r)
+		r.ctx.Store(c)
+	}
 	h.SetTag(r)
 	return r
 }
@@ -355,10 +367,24 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	if gave && err == nil {
 		r.out = nil // the engine keeps it now
 	}
+	if sh := ep.opts.stats; sh != nil {
+		ep.statsEnd(sh, now, r, len(resp))
+	}
 	ep.loop.respHint[r.handler.idx] = hint
 	r.data, r.resp = nil, nil
 	r.end(context.Canceled)
 	r.release(true)
+}
+
+// statsEnd tells the StatsHandler a served call ended with r's answer.
+func (ep *Endpoint) statsEnd(sh StatsHandler, now proto.Time, r *request, respBytes int) {
+	end := CallEnd{Code: Code(r.status), RespBytes: respBytes, Duration: time.Since(r.start)}
+	if end.Code != OK {
+		msg, details := decodeErrorPayload(r.resp)
+		end.Err = &Error{Code: end.Code, Msg: msg, Details: details}
+		end.RespBytes = 0
+	}
+	sh.CallEnd(r.stats, CallInfo{Method: r.handler.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)}, end)
 }
 
 // runningInline reports whether the request of generation gen is being

@@ -1,7 +1,9 @@
 package erpc
 
 import (
+	"context"
 	"fmt"
+	"runtime/pprof"
 	"sort"
 	"sync"
 )
@@ -18,14 +20,21 @@ import (
 //	})
 //	ep, err := srv.Listen("0.0.0.0:31850")
 type Server struct {
-	mu      sync.Mutex
-	table   *handlerTable // replaced, never changed, once serving
-	serving bool
+	mu           sync.Mutex
+	table        *handlerTable // replaced, never changed, once serving
+	serving      bool
+	interceptors []UnaryServerInterceptor
+	intercept    UnaryServerInterceptor // the chain, composed once
 }
 
 // NewServer returns a server with no handlers.
-func NewServer() *Server {
-	return &Server{table: &handlerTable{byID: map[uint32]*handler{}}}
+func NewServer(opts ...ServerOption) *Server {
+	s := &Server{table: &handlerTable{byID: map[uint32]*handler{}}}
+	for _, o := range opts {
+		o(s)
+	}
+	s.intercept = chainServer(s.interceptors)
+	return s
 }
 
 // Listen opens an endpoint on addr (see the package-level Listen for the
@@ -84,5 +93,6 @@ func (s *Server) register(h *handler, extra ...uint32) error {
 	}
 	h.idx = s.table.n
 	s.table.n++
+	h.labels = pprof.WithLabels(context.Background(), pprof.Labels("erpc.method", h.name))
 	return nil
 }

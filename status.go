@@ -1,7 +1,9 @@
 package erpc
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -53,6 +55,17 @@ type Error struct {
 	Code  Code
 	Msg   string
 	Cause error
+	// Details are typed values attached to the error that travel with
+	// it to the caller (gRPC's status details); codec/protocodec adds
+	// and reads protobuf ones.
+	Details []Detail
+}
+
+// Detail is one value attached to an Error: its type's name (for a
+// protobuf message, its full name) and its encoding.
+type Detail struct {
+	Type  string
+	Value []byte
 }
 
 // Errorf returns an error with a code, for handlers to return.
@@ -131,15 +144,75 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 		return e
 	}
 	code := Code(status)
+	msgText, details := decodeErrorPayload(msg)
 	switch {
 	case code == Unimplemented && len(msg) == 0:
 		return &Error{Code: code, Msg: fmt.Sprintf("the server at %s has no method %q", c.sess.target, c.method)}
 	case code == DeadlineExceeded: // the server's handler saw the deadline pass first
-		return &Error{Code: code, Msg: string(msg), Cause: context.DeadlineExceeded}
+		return &Error{Code: code, Msg: msgText, Cause: context.DeadlineExceeded, Details: details}
 	case code == Canceled:
-		return &Error{Code: code, Msg: string(msg), Cause: context.Canceled}
+		return &Error{Code: code, Msg: msgText, Cause: context.Canceled, Details: details}
 	}
-	return &Error{Code: code, Msg: string(msg)}
+	return &Error{Code: code, Msg: msgText, Details: details}
+}
+
+// An error's answer is its message, or, when it has details (or a message
+// that starts with a zero byte), a zero byte, the message's length and the
+// message, then the details: a count, and per detail its type and value,
+// each a length and bytes (lengths are uvarints).
+
+// encodeErrorPayload is the answer that carries e.
+func encodeErrorPayload(e *Error) []byte {
+	if len(e.Details) == 0 && (len(e.Msg) == 0 || e.Msg[0] != 0) {
+		return []byte(e.Msg)
+	}
+	b := []byte{0}
+	b = binary.AppendUvarint(b, uint64(len(e.Msg)))
+	b = append(b, e.Msg...)
+	b = binary.AppendUvarint(b, uint64(len(e.Details)))
+	for _, d := range e.Details {
+		b = binary.AppendUvarint(b, uint64(len(d.Type)))
+		b = append(b, d.Type...)
+		b = binary.AppendUvarint(b, uint64(len(d.Value)))
+		b = append(b, d.Value...)
+	}
+	return b
+}
+
+// decodeErrorPayload reads an error's answer; a malformed one is taken as
+// a plain message, whole.
+func decodeErrorPayload(p []byte) (string, []Detail) {
+	if len(p) == 0 || p[0] != 0 {
+		return string(p), nil
+	}
+	field := func(b []byte) ([]byte, []byte, bool) {
+		n, l := binary.Uvarint(b)
+		if l <= 0 || n > uint64(len(b)-l) {
+			return nil, nil, false
+		}
+		return b[l : l+int(n)], b[l+int(n):], true
+	}
+	msg, rest, ok := field(p[1:])
+	if !ok {
+		return string(p), nil
+	}
+	n, l := binary.Uvarint(rest)
+	if l <= 0 || n > uint64(len(rest)) {
+		return string(p), nil
+	}
+	rest = rest[l:]
+	details := make([]Detail, 0, n)
+	for range n {
+		var typ, val []byte
+		if typ, rest, ok = field(rest); !ok {
+			return string(p), nil
+		}
+		if val, rest, ok = field(rest); !ok {
+			return string(p), nil
+		}
+		details = append(details, Detail{Type: string(typ), Value: bytes.Clone(val)})
+	}
+	return string(msg), details
 }
 
 // contextError turns a done context into the status error of the call it

@@ -34,13 +34,23 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 	if err != nil {
 		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: response type: %v", method, err), Cause: err}
 	}
-	h := &handler{name: method, run: func(r Request) {
+	info := &UnaryServerInfo{Method: method}
+	next := func(ctx context.Context, req any) (any, error) { return fn(ctx, req.(*Req)) }
+	h := &handler{name: method, wantsCtx: true, run: func(r Request) {
 		req := new(Req)
 		if err := reqCodec.Unmarshal(r.Data(), req); err != nil {
 			r.RespondError(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err))
 			return
 		}
-		resp, err := fn(r.Context(), req)
+		var resp *Resp
+		var err error
+		if s.intercept == nil {
+			resp, err = fn(r.Context(), req)
+		} else {
+			var out any
+			out, err = s.intercept(r.Context(), req, info, next)
+			resp, _ = out.(*Resp)
+		}
 		if err != nil {
 			r.RespondError(err)
 			return
@@ -84,18 +94,44 @@ func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *
 		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
 	}
 	id := typedID(method, reqCodec, req, respCodec, resp)
-	data, err := s.call(ctx, method, id, b, nil)
-	if err != nil {
-		if e, ok := err.(*Error); ok && e.Code == Unimplemented && id != methodID(method) {
-			e.Msg += fmt.Sprintf(" taking %s and returning %s (a method of that name with other types does not match)",
-				typeName(reqCodec, req), typeName(respCodec, resp))
+	hint := ""
+	if id != methodID(method) {
+		hint = fmt.Sprintf(" taking %s and returning %s (a method of that name with other types does not match)",
+			typeName(reqCodec, req), typeName(respCodec, resp))
+	}
+	if icpt := s.ep.clientIntercept; icpt != nil {
+		err = icpt(ctx, method, req, resp, s, func(ctx context.Context, method string, rq, rs any) error {
+			b, err := reqCodec.Marshal(nil, rq)
+			if err != nil {
+				return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
+			}
+			return s.invokeRaw(ctx, method, id, b, rs, respCodec, hint)
+		})
+		if err != nil {
+			return nil, err
 		}
+		return resp, nil
+	}
+	if err := s.invokeRaw(ctx, method, id, b, resp, respCodec, hint); err != nil {
 		return nil, err
 	}
-	if err := respCodec.Unmarshal(data, resp); err != nil {
-		return nil, &Error{Code: Internal, Msg: fmt.Sprintf("call %q: decode the response: %v", method, err), Cause: err}
-	}
 	return resp, nil
+}
+
+// invokeRaw makes a typed call's request b and decodes the answer into
+// resp; hint explains an Unimplemented answer.
+func (s *Session) invokeRaw(ctx context.Context, method string, id uint32, b []byte, resp any, respCodec codec.Codec, hint string) error {
+	data, err := s.callStats(ctx, method, id, b, nil)
+	if err != nil {
+		if e, ok := err.(*Error); ok && e.Code == Unimplemented {
+			e.Msg += hint
+		}
+		return err
+	}
+	if err := respCodec.Unmarshal(data, resp); err != nil {
+		return &Error{Code: Internal, Msg: fmt.Sprintf("call %q: decode the response: %v", method, err), Cause: err}
+	}
+	return nil
 }
 
 // typedID is a typed method's ID on the wire: its name's, plus its types'

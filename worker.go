@@ -1,6 +1,8 @@
 package erpc
 
 import (
+	"context"
+	"runtime/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,8 +72,12 @@ func (p *workerPool) spawn(q Request) bool {
 	return true
 }
 
+// run runs a background handler, with its method in the goroutine's pprof
+// labels (a CPU profile then splits the workers' time by method).
 func (p *workerPool) run(q Request) {
+	pprof.SetGoroutineLabels(q.r.handler.labels)
 	p.ep.runHandler(q)
+	pprof.SetGoroutineLabels(context.Background())
 	q.r.release(false)
 	p.busy.Add(-1)
 }

@@ -1,0 +1,86 @@
+package erpc
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/proto"
+)
+
+// StatsHandler is told of every call an endpoint makes or serves and of
+// its sessions coming and going: the hook for metrics and tracing (see
+// contrib/otel and contrib/prometheus). Install it with WithStatsHandler.
+// Its methods run on the goroutines involved (a caller's, the endpoint's
+// loop, a background worker), so they must be quick and safe for
+// concurrent use. An endpoint without one pays a nil check per call.
+type StatsHandler interface {
+	// CallBegin is told of a call as it starts. The context it returns
+	// becomes the call's: on the server side, the handler's context sees
+	// its values (a tracer's span, say) and CallEnd gets it.
+	CallBegin(ctx context.Context, info CallInfo) context.Context
+	// CallEnd is told of the call's end.
+	CallEnd(ctx context.Context, info CallInfo, end CallEnd)
+	// SessionEvent is told of a session that came up or went down.
+	SessionEvent(ev SessionEvent)
+}
+
+// CallInfo describes a call.
+type CallInfo struct {
+	Method   string
+	Server   bool           // a call this endpoint serves (else one it makes)
+	Peer     netip.AddrPort // the other end
+	Start    time.Time
+	ReqBytes int
+}
+
+// CallEnd is how a call ended.
+type CallEnd struct {
+	RespBytes   int
+	Code        Code  // OK, or the error's code (ResourceExhausted: refused at once, NEBULA's NACK)
+	Err         error // nil for OK
+	Duration    time.Duration
+	Retransmits int // the client's retransmissions for this call (client side)
+}
+
+// SessionEvent is a session that came up or went down.
+type SessionEvent struct {
+	Up     bool
+	Server bool // a session a client opened to this endpoint (else one it dialed)
+	Peer   netip.AddrPort
+	Err    error // why it went down; nil when up or closed
+}
+
+// WithStatsHandler installs h on the endpoint.
+func WithStatsHandler(h StatsHandler) Option { return func(o *options) { o.stats = h } }
+
+// callerCtx is the context a server's CallBegin gets: the caller's
+// metadata and address, and nothing of the request's own context, whose
+// values the returned context's extend (see reqCtx.Value).
+type callerCtx struct {
+	context.Context
+	md   Metadata
+	peer netip.AddrPort
+}
+
+func (c callerCtx) Value(key any) any {
+	switch key.(type) {
+	case incomingKey:
+		return c.md
+	case peerKey:
+		return c.peer
+	}
+	return c.Context.Value(key)
+}
+
+// sessionEvent tells the StatsHandler, if any, of a session up or down.
+func (ep *Endpoint) sessionEvent(ev proto.Event, up, server bool) {
+	if sh := ep.opts.stats; sh != nil {
+		var err error
+		if !up && !errors.Is(ev.Err, proto.ErrSessionClosed) {
+			err = engineError(ev.Err)
+		}
+		sh.SessionEvent(SessionEvent{Up: up, Server: server, Peer: ev.Peer, Err: err})
+	}
+}
