@@ -13,11 +13,11 @@ import (
 // likes. The Done channel and the deadline's timer are made only when
 // someone asks for Done.
 type reqCtx struct {
-	req  *request // for Value: which loop runs this request, while it runs
-	gen  uint32
-	ep   *Endpoint
-	dl   time.Time
-	hasD bool
+	req   *request // for Value: which loop runs this request, while it runs
+	gen   uint32
+	ep    *Endpoint
+	dl    time.Time
+	hasD  bool
 	md    Metadata
 	peer  netip.AddrPort
 	stats context.Context // the StatsHandler's, whose values this one has too

@@ -202,8 +202,8 @@ func TestStatsHandler(t *testing.T) {
 type nopStats struct{}
 
 func (nopStats) CallBegin(ctx context.Context, _ erpc.CallInfo) context.Context { return ctx }
-func (nopStats) CallEnd(context.Context, erpc.CallInfo, erpc.CallEnd)          {}
-func (nopStats) SessionEvent(erpc.SessionEvent)                               {}
+func (nopStats) CallEnd(context.Context, erpc.CallInfo, erpc.CallEnd)           {}
+func (nopStats) SessionEvent(erpc.SessionEvent)                                 {}
 
 // BenchmarkCallHooks: a 32-byte call over memnet with no hook, with a
 // StatsHandler that does nothing, and with a client and a server

@@ -40,7 +40,7 @@ type Endpoint struct {
 	handlers        *handlerTable // nil: serves nothing
 	clientIntercept UnaryClientInterceptor
 	workers         *workerPool
-	reqReturned returnedRequests
+	reqReturned     returnedRequests
 
 	state    atomic.Int32 // open, draining, closed
 	loopDone chan struct{}
@@ -159,16 +159,16 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 		cfg.Paths = p.Paths()
 	}
 	ep := &Endpoint{
-		server:   srv,
-		opts:     o,
-		tr:       tr,
-		scheme:   scheme,
-		target:   target,
-		eng:      proto.New(cfg),
-		start:    time.Now(),
-		log:      o.logger,
-		handlers: handlers,
-		loopDone: make(chan struct{}),
+		server:          srv,
+		opts:            o,
+		tr:              tr,
+		scheme:          scheme,
+		target:          target,
+		eng:             proto.New(cfg),
+		start:           time.Now(),
+		log:             o.logger,
+		handlers:        handlers,
+		loopDone:        make(chan struct{}),
 		clientIntercept: chainClient(o.clientInterceptors),
 	}
 	ep.workers = newWorkerPool(ep, o.workers, o.queue)

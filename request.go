@@ -41,10 +41,10 @@ type request struct {
 	peer    netip.AddrPort
 	dl      time.Time // the caller's deadline, if hasDL
 	hasDL   bool
-	md      Metadata // the caller's metadata; nil if it sent none
+	md      Metadata        // the caller's metadata; nil if it sent none
 	stats   context.Context // what the StatsHandler's CallBegin returned, if any
 	start   time.Time       // when it arrived, for the StatsHandler
-	badMeta bool     // its metadata block was malformed: the handler does not run
+	badMeta bool            // its metadata block was malformed: the handler does not run
 
 	ctx      atomic.Pointer[reqCtx] // made on first Context call
 	canceled atomic.Bool            // the request ended: a context made now starts canceled
