@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/codec"
 	"github.com/erpc-go/erpc/codec/protocodec"
 )
 
@@ -253,5 +254,29 @@ func BenchmarkCallHooks(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestJSONCodec: a handler and a caller that agree on the JSON codec talk
+// in JSON, with plain Go structs.
+func TestJSONCodec(t *testing.T) {
+	checkLeaks(t)
+	type Sum struct{ A, B, Total int }
+	n := newMemNet()
+	h := erpc.NewServer()
+	if err := erpc.Register(h, "Add", func(_ context.Context, s *Sum) (*Sum, error) {
+		s.Total = s.A + s.B
+		return s, nil
+	}, erpc.WithCodec(codec.JSON{})); err != nil {
+		t.Fatal(err)
+	}
+	s := dialT(t, n, n.Listen(t, nil), n.Listen(t, h))
+	got, err := erpc.Invoke[Sum](context.Background(), s, "Add", &Sum{A: 2, B: 3}, erpc.WithCallCodec(codec.JSON{}))
+	if err != nil || got.Total != 5 {
+		t.Fatalf("JSON call: %+v %v", got, err)
+	}
+	raw, err := s.Call(context.Background(), "Add", []byte(`{"A":1,"B":1}`), nil)
+	if err != nil || string(raw) != `{"A":1,"B":1,"Total":2}` {
+		t.Fatalf("raw JSON call: %s %v", raw, err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/erpc-go/erpc/codec"
+
 	"github.com/erpc-go/erpc/internal/proto"
 )
 
@@ -28,7 +30,13 @@ type handler struct {
 	run        func(r Request) // answers r, at once or later
 	labels     context.Context // pprof labels of its background goroutines: erpc.method=name
 	wantsCtx   bool            // run always asks for the request's context (Handle, Register)
+	codec      codec.Codec     // Register: WithCodec's, instead of the one the types call for
 }
+
+// WithCodec makes a Register handler encode its request and response with
+// c instead of the codec their types call for (codec.JSON, say). Its
+// callers must use the same codec (WithCallCodec).
+func WithCodec(c codec.Codec) HandlerOption { return func(h *handler) { h.codec = c } }
 
 // handlerTable maps method IDs to handlers. A serving endpoint reads it
 // without a lock: it no longer changes.

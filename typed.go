@@ -26,13 +26,19 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 	if fn == nil {
 		return s.HandleRaw(method, nil, opts...)
 	}
-	reqCodec, err := codec.For(any(new(Req)))
-	if err != nil {
-		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: request type: %v", method, err), Cause: err}
+	var o handler
+	for _, f := range opts {
+		f(&o)
 	}
-	respCodec, err := codec.For(any(new(Resp)))
-	if err != nil {
-		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: response type: %v", method, err), Cause: err}
+	reqCodec, respCodec := o.codec, o.codec
+	var err error
+	if reqCodec == nil {
+		if reqCodec, err = codec.For(any(new(Req))); err != nil {
+			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: request type: %v", method, err), Cause: err}
+		}
+		if respCodec, err = codec.For(any(new(Resp))); err != nil {
+			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register %q: response type: %v", method, err), Cause: err}
+		}
 	}
 	info := &UnaryServerInfo{Method: method}
 	next := func(ctx context.Context, req any) (any, error) { return fn(ctx, req.(*Req)) }
@@ -79,15 +85,21 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 // Session.Call does, and decodes the response into a new *Resp.
 //
 //	sum, err := erpc.Invoke[AddResp](ctx, s, "Add", &AddReq{A: 1, B: 2})
-func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *Req) (*Resp, error) {
-	reqCodec, err := codec.For(any(req))
-	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: request type: %v", method, err), Cause: err}
+func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *Req, opts ...CallOption) (*Resp, error) {
+	var o callOptions
+	for _, f := range opts {
+		f(&o)
 	}
 	resp := new(Resp)
-	respCodec, err := codec.For(any(resp))
-	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: response type: %v", method, err), Cause: err}
+	reqCodec, respCodec := o.codec, o.codec
+	var err error
+	if reqCodec == nil {
+		if reqCodec, err = codec.For(any(req)); err != nil {
+			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: request type: %v", method, err), Cause: err}
+		}
+		if respCodec, err = codec.For(any(resp)); err != nil {
+			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: response type: %v", method, err), Cause: err}
+		}
 	}
 	b, err := reqCodec.Marshal(nil, req)
 	if err != nil {
@@ -150,3 +162,15 @@ func typeName(c codec.Codec, v any) string {
 	}
 	return ""
 }
+
+// CallOption configures one Invoke.
+type CallOption func(*callOptions)
+
+type callOptions struct {
+	codec codec.Codec
+}
+
+// WithCallCodec makes Invoke encode the request and decode the response
+// with c instead of the codec their types call for; the handler must use
+// the same (WithCodec).
+func WithCallCodec(c codec.Codec) CallOption { return func(o *callOptions) { o.codec = c } }

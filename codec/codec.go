@@ -14,6 +14,7 @@ package codec
 
 import (
 	"encoding"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"sync"
@@ -130,3 +131,17 @@ func (Binary) Unmarshal(data []byte, v any) error {
 	}
 	return m.UnmarshalBinary(data)
 }
+
+// JSON encodes any value with encoding/json. It is never chosen by type:
+// ask for it with erpc.WithCodec and erpc.WithCallCodec (a JSON gateway, a
+// client in another language, a human with a terminal).
+type JSON struct{}
+
+func (JSON) Name() string { return "json" }
+
+func (JSON) Marshal(b []byte, v any) ([]byte, error) {
+	data, err := json.Marshal(v)
+	return append(b, data...), err
+}
+
+func (JSON) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
