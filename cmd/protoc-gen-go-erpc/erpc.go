@@ -6,6 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/erpc-go/erpc"
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/pluginpb"
@@ -43,16 +44,8 @@ func fullMethodName(m *protogen.Method) string {
 	return fmt.Sprintf("/%s/%s", m.Parent.Desc.FullName(), m.Desc.Name())
 }
 
-// methodID is erpc's ID of a method name on the wire: 32-bit FNV-1a (see
-// methodID in package erpc, which the tests check this against).
-func methodID(name string) uint32 {
-	h := uint32(2166136261)
-	for i := 0; i < len(name); i++ {
-		h ^= uint32(name[i])
-		h *= 16777619
-	}
-	return h
-}
+// methodID is erpc's ID of a method name on the wire.
+func methodID(name string) uint32 { return erpc.MethodID(name) }
 
 // checkCollisions refuses a service two of whose methods have the same
 // erpc ID: its Register function could never succeed. Methods of different
