@@ -31,6 +31,7 @@ type handler struct {
 	labels     context.Context // pprof labels of its background goroutines: erpc.method=name
 	wantsCtx   bool            // run always asks for the request's context (Handle, Register)
 	codec      codec.Codec     // Register: WithCodec's, instead of the one the types call for
+	info       MethodInfo
 }
 
 // WithCodec makes a Register handler encode its request and response with

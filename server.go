@@ -47,6 +47,36 @@ func (s *Server) Listen(addr string, opt ...Option) (*Endpoint, error) {
 	return listen(addr, s, opt)
 }
 
+// MethodInfo describes a registered method, for reflection services and
+// tools.
+type MethodInfo struct {
+	Name string
+	// RequestType and ResponseType name a typed method's message types
+	// as its codec names them (a protobuf message's full name), and are
+	// empty for raw handlers and types without such a name.
+	RequestType, ResponseType string
+	Codec                     string // the typed method's codec ("proto", "json"...), "" for raw handlers
+	Background                bool
+}
+
+// MethodInfos describes the methods registered so far, sorted by name.
+func (s *Server) MethodInfos() []MethodInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := map[*handler]bool{}
+	var out []MethodInfo
+	for _, h := range s.table.byID {
+		if !seen[h] {
+			seen[h] = true
+			info := h.info
+			info.Name, info.Background = h.name, h.background
+			out = append(out, info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 // Methods lists the methods registered so far, sorted.
 func (s *Server) Methods() []string {
 	s.mu.Lock()

@@ -42,39 +42,41 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 	}
 	info := &UnaryServerInfo{Method: method}
 	next := func(ctx context.Context, req any) (any, error) { return fn(ctx, req.(*Req)) }
-	h := &handler{name: method, wantsCtx: true, run: func(r Request) {
-		req := new(Req)
-		if err := reqCodec.Unmarshal(r.Data(), req); err != nil {
-			r.RespondError(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err))
-			return
-		}
-		var resp *Resp
-		var err error
-		if s.intercept == nil {
-			resp, err = fn(r.Context(), req)
-		} else {
-			var out any
-			out, err = s.intercept(r.Context(), req, info, next)
-			resp, _ = out.(*Resp)
-		}
-		if err != nil {
-			r.RespondError(err)
-			return
-		}
-		if resp == nil {
-			resp = new(Resp)
-		}
-		var buf []byte
-		if sz, ok := respCodec.(codec.Sizer); ok {
-			buf = r.ResponseBuffer(sz.Size(resp))[:0]
-		}
-		b, err := respCodec.Marshal(buf, resp)
-		if err != nil {
-			r.RespondError(Errorf(Internal, "encode the %s response of %q: %v", respCodec.Name(), method, err))
-			return
-		}
-		r.respondOwned(b) // the codec's output: ours, no copy needed
-	}}
+	h := &handler{name: method, wantsCtx: true, info: MethodInfo{
+		RequestType: typeName(reqCodec, new(Req)), ResponseType: typeName(respCodec, new(Resp)), Codec: reqCodec.Name()},
+		run: func(r Request) {
+			req := new(Req)
+			if err := reqCodec.Unmarshal(r.Data(), req); err != nil {
+				r.RespondError(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err))
+				return
+			}
+			var resp *Resp
+			var err error
+			if s.intercept == nil {
+				resp, err = fn(r.Context(), req)
+			} else {
+				var out any
+				out, err = s.intercept(r.Context(), req, info, next)
+				resp, _ = out.(*Resp)
+			}
+			if err != nil {
+				r.RespondError(err)
+				return
+			}
+			if resp == nil {
+				resp = new(Resp)
+			}
+			var buf []byte
+			if sz, ok := respCodec.(codec.Sizer); ok {
+				buf = r.ResponseBuffer(sz.Size(resp))[:0]
+			}
+			b, err := respCodec.Marshal(buf, resp)
+			if err != nil {
+				r.RespondError(Errorf(Internal, "encode the %s response of %q: %v", respCodec.Name(), method, err))
+				return
+			}
+			r.respondOwned(b) // the codec's output: ours, no copy needed
+		}}
 	for _, o := range opts {
 		o(h)
 	}
