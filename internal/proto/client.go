@@ -53,6 +53,7 @@ type clientSlot struct {
 
 	lastProgress Time   // last reply for this slot (probe timer base)
 	cancelAt     Time   // last cancel sent
+	retx         int    // packets of the call sent again
 	firstSent    Time   // when a packet of reqNum first left
 	txRound      uint64 // Engine.round of the last request packet queued
 	unexecuted   bool   // a reset proved reqNum never reached a live session
@@ -377,7 +378,7 @@ func (e *Engine) finishCall(s *session, i int, data []byte, status uint8, err er
 		e.withdraw(sl.call.req) // the caller may reuse req the moment it hears
 	}
 	e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: sl.call.id, Tag: sl.call.tag,
-		Data: data, Status: status, Err: err})
+		Data: data, Status: status, Err: err, Retransmits: sl.retx})
 	sl.call = call{}
 	cs.pending--
 }

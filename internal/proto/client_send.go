@@ -53,6 +53,7 @@ func (e *Engine) startSlot(s *session, i int, c call) {
 	sl.state = cslotActive
 	sl.status = 0
 	sl.probes = 0
+	sl.retx = 0
 	sl.reqPkts = uint32(wire.NumPackets(len(c.req), s.dpp))
 	sl.reqNext = 0
 	sl.reqAcked.reset(sl.reqPkts)
@@ -128,6 +129,7 @@ func (e *Engine) retransmit(now Time, s *session, j int) {
 	cs := s.c
 	r := cs.flight.removeAt(j)
 	cs.slots[r.slot].nflight--
+	cs.slots[r.slot].retx++
 	e.stats.Retransmits++
 	e.transmit(now, s, int(r.slot), r.kind, r.idx, min(r.retx+1, 30), int(r.path))
 }

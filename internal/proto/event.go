@@ -122,6 +122,9 @@ type Event struct {
 	Peer    netip.AddrPort
 	Data    []byte
 	Err     error
+	// Retransmits is how many packets of the call were sent again
+	// (EventResponse).
+	Retransmits int
 }
 
 // Packet is a datagram for the driver to send: the header (with a small
