@@ -171,7 +171,7 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 		loopDone:        make(chan struct{}),
 		clientIntercept: chainClient(o.clientInterceptors),
 	}
-	ep.workers = newWorkerPool(ep, o.workers, o.queue)
+	ep.workers = newWorkerPool(ep, &o)
 	ep.loop.init(handlers)
 	ep.watch.init()
 	go ep.run()
@@ -318,10 +318,10 @@ func (ep *Endpoint) drained(self bool) bool {
 // endpoint's own loop it reads them directly.
 func (ep *Endpoint) Stats() Stats {
 	if ep.onLoop() {
-		return statsFrom(ep.eng.Stats())
+		return statsFrom(ep.eng.StatsAt(ep.now()))
 	}
 	reply := make(chan proto.Stats, 1)
-	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.eng.Stats() }})
+	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.eng.StatsAt(ep.now()) }})
 	select {
 	case st := <-reply:
 		return statsFrom(st)

@@ -2,6 +2,7 @@ package erpc
 
 import (
 	"log/slog"
+	"runtime"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
@@ -19,6 +20,10 @@ type options struct {
 	spinMax   time.Duration // and its ceiling: equal for a fixed window
 	workers   int           // fixed background workers; 0: elastic
 	queue     int
+	fixedPool bool // WithDispatch or WithSLO: a fixed pool even without WithWorkers
+	dispatch  Dispatch
+	slo       time.Duration // WithSLO's target, and its mean service time (0: measured)
+	sloMean   time.Duration
 	engine    proto.Config
 	sockBuf   int
 	paths     int
@@ -36,8 +41,15 @@ func (o *options) resolve() {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	if o.workers > 0 && o.queue <= 0 {
-		o.queue = 2 * o.workers // JBSQ(2): a running and a waiting request per worker
+	if o.fixedPool && o.workers <= 0 {
+		o.workers = runtime.GOMAXPROCS(0)
+	}
+	switch {
+	case o.workers <= 0 || o.queue > 0:
+	case o.slo > 0:
+		o.queue = sloQueueCap // WithSLO bounds it long before, by time
+	default:
+		o.queue = 2 * o.workers // a running and a waiting request per worker
 	}
 }
 

@@ -24,6 +24,10 @@ type Stats struct {
 	DropMalformed         uint64 // packets that failed to parse or contradicted themselves
 	DropUnknownSession    uint64 // packets for no session, with a wrong token, or from a wrong address
 	DropStale             uint64 // valid packets that came too late to matter
+
+	// NacksLastSecond is the server's refusal rate: the NACKs it sent in
+	// the last complete second.
+	NacksLastSecond uint64
 }
 
 func statsFrom(s proto.Stats) Stats { return Stats(s) }

@@ -14,13 +14,20 @@ import (
 //     goroutine, or a new one; the number running is bounded only by the
 //     engine's bound on held requests, beyond which the engine refuses
 //     requests itself. Idle workers exit after a while.
-//   - fixed (WithWorkers): n workers take requests from one bounded queue
-//     (NEBULA's single queue, which balances load better than a queue per
-//     worker); a request that finds the queue full is refused at once.
+//   - fixed (WithWorkers): n workers take requests from bounded queues; a
+//     request that finds its queue full is refused at once. With
+//     DispatchShared (the default) there is one queue and any idle worker
+//     takes its oldest request (NEBULA's single queue); with DispatchHash
+//     each worker has a queue of its own and a session's requests always
+//     join the same one (the baseline that single-queue dispatch beats).
+//
+// WithSLO bounds the queues by the latency target instead of by count.
 type workerPool struct {
 	ep      *Endpoint
 	fixed   bool
-	q       chan Request
+	q       chan Request   // elastic hand-off, or the shared queue
+	qs      []chan Request // DispatchHash: one queue per worker
+	admit   admission
 	busy    atomic.Int32 // handlers running or queued
 	mu      sync.Mutex
 	stopped bool
@@ -31,34 +38,68 @@ type workerPool struct {
 // workerIdle is how long an elastic worker waits for work before it exits.
 const workerIdle = 10 * time.Second
 
-func newWorkerPool(ep *Endpoint, fixed, depth int) *workerPool {
+func newWorkerPool(ep *Endpoint, o *options) *workerPool {
 	p := &workerPool{ep: ep}
-	if fixed > 0 {
-		p.fixed = true
-		p.q = make(chan Request, depth)
-		for range fixed {
-			p.wg.Go(p.fixedWorker)
+	n := o.workers
+	if n <= 0 {
+		p.q = make(chan Request) // a hand-off to a waiting worker
+		return p
+	}
+	p.fixed = true
+	p.admit.init(o.slo, o.sloMean, n, o.dispatch == DispatchHash)
+	if o.dispatch == DispatchHash {
+		depth := max(1, (o.queue+n-1)/n)
+		p.qs = make([]chan Request, n)
+		for i := range p.qs {
+			p.qs[i] = make(chan Request, depth)
+			p.wg.Go(func() { p.fixedWorker(p.qs[i]) })
 		}
 		return p
 	}
-	p.q = make(chan Request) // a hand-off to a waiting worker
+	p.q = make(chan Request, o.queue)
+	for range n {
+		p.wg.Go(func() { p.fixedWorker(p.q) })
+	}
 	return p
 }
 
 // submit hands q to a worker, or reports false if the pool is full (fixed)
 // or stopped. It is called by the loop only.
 func (p *workerPool) submit(q Request) bool {
+	if p.fixed {
+		return p.enqueue(q)
+	}
 	p.busy.Add(1)
 	select {
 	case p.q <- q:
 		return true
 	default:
 	}
-	if p.fixed || !p.spawn(q) {
+	if !p.spawn(q) {
 		p.busy.Add(-1)
 		return false
 	}
 	return true
+}
+
+// enqueue puts q on its queue if the queue has room for it: by count, and
+// by the latency target if there is one.
+func (p *workerPool) enqueue(q Request) bool {
+	ch := p.q
+	if p.qs != nil {
+		ch = p.qs[uint32(q.r.h.Session())%uint32(len(p.qs))]
+	}
+	if !p.admit.ok(len(ch)) {
+		return false
+	}
+	p.busy.Add(1)
+	select {
+	case ch <- q:
+		return true
+	default:
+		p.busy.Add(-1)
+		return false
+	}
 }
 
 // spawn starts an elastic worker with q as its first request.
@@ -76,15 +117,21 @@ func (p *workerPool) spawn(q Request) bool {
 // labels (a CPU profile then splits the workers' time by method).
 func (p *workerPool) run(q Request) {
 	pprof.SetGoroutineLabels(q.r.handler.labels)
-	p.ep.runHandler(q)
+	if p.admit.measuring() {
+		start := time.Now()
+		p.ep.runHandler(q)
+		p.admit.observe(time.Since(start))
+	} else {
+		p.ep.runHandler(q)
+	}
 	pprof.SetGoroutineLabels(context.Background())
 	q.r.release(false)
 	p.busy.Add(-1)
 }
 
-func (p *workerPool) fixedWorker() {
+func (p *workerPool) fixedWorker(queue chan Request) {
 	defer p.enroll()()
-	for q := range p.q {
+	for q := range queue {
 		p.run(q)
 	}
 }
@@ -140,6 +187,12 @@ func (p *workerPool) stop() {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()
+	if p.qs != nil {
+		for _, q := range p.qs {
+			close(q)
+		}
+		return
+	}
 	close(p.q)
 }
 

@@ -61,6 +61,7 @@ type Engine struct {
 	hdr   wire.Header    // scratch for parsing
 	from  netip.AddrPort // the source of the packet being handled: replies go there
 	stats Stats
+	nacks perSecond // NACKs sent, for Stats.NacksLastSecond
 }
 
 // peerKey identifies a connect from the server's side: the client's

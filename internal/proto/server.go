@@ -213,6 +213,7 @@ func (e *Engine) Reject(now Time, h ReqHandle) error {
 	hdr.TxSeq, hdr.Path, hdr.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
 	e.fill(e.owedPacket(r), r.owedTo, &hdr, nil)
 	e.stats.NacksSent++
+	e.nacks.add(now)
 	e.releaseRequest(r)
 	return nil
 }

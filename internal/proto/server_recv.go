@@ -86,7 +86,7 @@ func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 	if int(h.MsgSize) > s.maxMsg {
 		if sl.state == sslotIdle || h.ReqNum > sl.reqNum {
 			e.retireSlot(sl)
-			e.nack(s, sl, h, wire.CodeMsgTooLarge)
+			e.nack(now, s, sl, h, wire.CodeMsgTooLarge)
 		}
 		return
 	}
@@ -100,7 +100,7 @@ func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 		// slot, so it can go.
 		e.retireSlot(sl)
 		if !e.admit(int(h.MsgSize)) {
-			e.nack(s, sl, h, wire.CodeServerFull)
+			e.nack(now, s, sl, h, wire.CodeServerFull)
 			return
 		}
 		sl.reqNum = h.ReqNum
@@ -126,12 +126,13 @@ func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 
 // nack refuses request h in slot sl and remembers it, so duplicates get the
 // same answer. A NACK for a request too large says the session's limit.
-func (e *Engine) nack(s *session, sl *serverSlot, h *wire.Header, code uint8) {
+func (e *Engine) nack(now Time, s *session, sl *serverSlot, h *wire.Header, code uint8) {
 	sl.reqNum = h.ReqNum
 	sl.state = sslotNacked
 	sl.code = code
 	e.sendNack(s, h, code)
 	e.stats.NacksSent++
+	e.nacks.add(now)
 }
 
 func (e *Engine) sendNack(s *session, in *wire.Header, code uint8) {

@@ -23,6 +23,17 @@ type Stats struct {
 	DropMalformed         uint64 // failed to parse, or fields inconsistent
 	DropUnknownSession    uint64 // no session, wrong token or wrong address
 	DropStale             uint64 // valid but late: a request or reply already settled
+
+	// NacksLastSecond is how many NACKs the server sent in the last
+	// complete second of engine time (StatsAt only).
+	NacksLastSecond uint64
+}
+
+// StatsAt is Stats with the rates that need the time.
+func (e *Engine) StatsAt(now Time) Stats {
+	st := e.Stats()
+	st.NacksLastSecond = e.nacks.last(now)
+	return st
 }
 
 // Stats returns the current gauges and counters.
