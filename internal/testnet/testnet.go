@@ -1,9 +1,23 @@
 //go:build linux
 
 // Package testnet builds small test networks out of Linux network
-// namespaces: two hosts joined by a veth pair, with random loss injected by
-// nftables (numgen), all torn down when the test ends. It needs root and
-// the ip and nft tools; tests skip with a message where they are missing.
+// namespaces, for tests and benchmarks, and tears them down when the test
+// ends (failed or not). It needs root and the ip, tc and nft tools; tests
+// skip with a message where they are missing. The root namespace is never
+// touched.
+//
+//   - Pair: two hosts joined by a veth, with random loss by nftables.
+//   - Star: N client hosts and a server on a bridge, with an optional
+//     bottleneck (TBF or HTB) and random loss on the port toward the
+//     server, its counters (Stats) and a 1 ms backlog sampler: incast.
+//   - TwoPath: a client and a server joined by two links with ECMP hashed
+//     on the UDP 5-tuple and a fixed seed, so a source port selects a
+//     known path (PathOf, SpreadPorts); each path can be shaped.
+//
+// BenchmarkIncast and BenchmarkTwoPath in example_test.go show both in use.
+// Boost raises the test's priority so that other processes on the machine
+// do not stall its senders (a stalled sender empties the bottleneck's queue
+// and the measured rate drops).
 //
 // Sockets belong to the namespace of the thread that opens them, so In runs
 // a function with its thread switched into a host's namespace: an endpoint
@@ -35,16 +49,9 @@ type Pair struct {
 var seq atomic.Int32
 
 // NewPair creates the pair, or skips the test if it cannot.
-func NewPair(t *testing.T) *Pair {
+func NewPair(t testing.TB) *Pair {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("testnet: needs root to create network namespaces")
-	}
-	for _, tool := range []string{"ip", "nft"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("testnet: %s not installed (apt-get install iproute2 nftables)", tool)
-		}
-	}
+	need(t, "ip", "nft")
 	n := seq.Add(1)
 	id := fmt.Sprintf("e%d-%d", os.Getpid()%100000, n) // interface names: at most 15 bytes
 	subnet := 200 + int(n)%50
@@ -79,7 +86,7 @@ func NewPair(t *testing.T) *Pair {
 	return p
 }
 
-func run(t *testing.T, args ...string) {
+func run(t testing.TB, args ...string) {
 	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 		t.Logf("testnet: %s: %v: %s", strings.Join(args, " "), err, out)
 	}
@@ -87,7 +94,7 @@ func run(t *testing.T, args ...string) {
 
 // Loss makes namespace ns drop the given fraction of the UDP datagrams it
 // receives, at random (nftables numgen), and counts the drops.
-func (p *Pair) Loss(t *testing.T, ns string, fraction float64) {
+func (p *Pair) Loss(t testing.TB, ns string, fraction float64) {
 	t.Helper()
 	perMillion := int(fraction * 1e6)
 	rules := fmt.Sprintf(`table inet erpcloss {
@@ -106,7 +113,7 @@ func (p *Pair) Loss(t *testing.T, ns string, fraction float64) {
 var countRE = regexp.MustCompile(`counter packets (\d+)`)
 
 // Dropped is how many datagrams the loss rule of ns has dropped.
-func (p *Pair) Dropped(t *testing.T, ns string) int {
+func (p *Pair) Dropped(t testing.TB, ns string) int {
 	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "inet", "erpcloss").CombinedOutput()
 	if err != nil {
 		t.Fatalf("testnet: nft list: %v: %s", err, out)
