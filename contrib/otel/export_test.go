@@ -1,0 +1,3 @@
+package otel
+
+var StatusCodeForTest = statusCode
