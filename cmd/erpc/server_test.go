@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	_ "google.golang.org/protobuf/types/known/wrapperspb" // the type of an Any in TestCall, for the server's registry
+
+	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/cmd/erpc/internal/testpb"
+	"github.com/erpc-go/erpc/codec"
+	"github.com/erpc-go/erpc/codec/protocodec"
+	"github.com/erpc-go/erpc/health"
+	"github.com/erpc-go/erpc/reflection"
+)
+
+// The tests run the erpc command against a server in another process:
+// this test binary, started again with serverEnv set, serves over UDP
+// loopback, prints its target and serves until its standard input closes.
+
+const serverEnv = "ERPC_CLI_TEST_SERVER"
+
+// Server modes.
+const (
+	modeFull = "full" // the shop, health, reflection, a JSON and a raw method
+	modeBare = "bare" // the shop only: no reflection, no health
+)
+
+// shop is the test service.
+type shop struct {
+	testpb.UnimplementedShopERPCServer
+}
+
+func (shop) Order(ctx context.Context, req *testpb.OrderRequest) (*testpb.OrderReply, error) {
+	if req.GetCustomer() == "" {
+		return nil, erpc.Errorf(erpc.InvalidArgument, "an order needs a customer")
+	}
+	var n int32
+	for _, it := range req.GetItems() {
+		n += it.GetQuantity()
+	}
+	return &testpb.OrderReply{
+		Id: "o-" + req.GetCustomer(), TotalItems: n, Priority: req.GetPriority(), Extra: req.GetExtra(),
+		Placed: timestamppb.New(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)),
+	}, nil
+}
+
+func (shop) Cancel(ctx context.Context, req *testpb.CancelRequest) (*emptypb.Empty, error) {
+	e, err := protocodec.ErrorWithDetails(erpc.FailedPrecondition, fmt.Sprintf("order %s has shipped", req.GetId()),
+		&testpb.OrderError{Id: req.GetId(), Reason: "shipped"})
+	if err != nil {
+		return nil, err
+	}
+	return nil, e
+}
+
+func (shop) Wait(ctx context.Context, req *testpb.WaitRequest) (*emptypb.Empty, error) {
+	select {
+	case <-time.After(time.Duration(req.GetMillis()) * time.Millisecond):
+		return &emptypb.Empty{}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (shop) WhoAmI(ctx context.Context, _ *emptypb.Empty) (*testpb.Caller, error) {
+	out := &testpb.Caller{Metadata: map[string]string{}}
+	md, _ := erpc.IncomingMetadata(ctx)
+	for k, vs := range md {
+		out.Metadata[k] = strings.Join(vs, ",")
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		out.DeadlineMillis = max(time.Until(dl).Milliseconds(), 1)
+	}
+	return out, nil
+}
+
+type addReq struct{ A, B int }
+type addResp struct{ Sum int }
+
+// serveForTest is the server process's main.
+func serveForTest(mode string) {
+	srv := erpc.NewServer()
+	check := func(err error) {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test server:", err)
+			os.Exit(1)
+		}
+	}
+	check(testpb.RegisterShopERPCServer(srv, shop{}, erpc.Background()))
+	if mode == modeFull {
+		h := health.NewServer()
+		h.SetServingStatus("erpc.clitest.v1.Shop", health.Serving)
+		h.SetServingStatus("down", health.NotServing)
+		check(health.Register(srv, h))
+		check(reflection.Register(srv))
+		check(erpc.Register(srv, "Add", func(ctx context.Context, req *addReq) (*addResp, error) {
+			return &addResp{Sum: req.A + req.B}, nil
+		}, erpc.WithCodec(codec.JSON{})))
+		check(srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) { return req, nil }))
+	}
+	ep, err := srv.Listen("127.0.0.1:0")
+	check(err)
+	fmt.Println(ep.Target())
+	io.Copy(io.Discard, os.Stdin) // until the test closes it
+	ep.Close()
+	os.Exit(0)
+}
+
+// startServer starts a server process in mode and returns its target.
+func startServer(t *testing.T, mode string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serverEnv+"="+mode)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(stdout)
+		s.Scan()
+		line <- strings.TrimSpace(s.Text())
+		io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case target := <-line:
+		if !strings.HasPrefix(target, "udp://127.0.0.1:") {
+			t.Fatalf("the test server printed %q, not its target", target)
+		}
+		return target
+	case <-time.After(30 * time.Second):
+		t.Fatal("the test server did not start")
+	}
+	return ""
+}
+
+// result is what a run of the command did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+}
+
+// erpcCmd runs the built command with args and stdin.
+func erpcCmd(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cliBin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errOut.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("erpc %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+func sortedLines(s string) []string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	sort.Strings(lines)
+	return lines
+}

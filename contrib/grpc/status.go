@@ -1,0 +1,133 @@
+// Package erpcgrpc lets one implementation serve over gRPC and erpc and
+// keep its errors' codes on both. erpc's status codes are gRPC's, but each
+// side knows only its own error type: a handler that returns a gRPC status
+// (status.Error) reaches erpc callers as Unknown, and one that returns an
+// *erpc.Error reaches gRPC callers as Unknown. Two server interceptors fix
+// that, one for each server:
+//
+//	esrv := erpc.NewServer(erpc.ChainUnaryInterceptor(erpcgrpc.ERPCServerInterceptor()))
+//	gsrv := grpc.NewServer(grpc.ChainUnaryInterceptor(erpcgrpc.GRPCServerInterceptor()))
+//	greeterpb.RegisterGreeterERPCServer(esrv, impl)
+//	greeterpb.RegisterGreeterServer(gsrv, impl)
+//
+// The code, the message and the details travel: a gRPC status's details
+// (Any messages) become erpc.Details with the Any's type name and value
+// (what codec/protocodec.Details decodes), and back.
+//
+// Import it under a name of its own beside gRPC's package:
+//
+//	import erpcgrpc "github.com/erpc-go/erpc/contrib/grpc"
+package erpcgrpc
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/erpc-go/erpc"
+)
+
+// typeURLPrefix is the prefix of the type URLs of the details made from
+// erpc ones, the one anypb.New uses.
+const typeURLPrefix = "type.googleapis.com/"
+
+// ERPCServerInterceptor returns an erpc server interceptor that turns a
+// handler's gRPC status error into an *erpc.Error with the same code,
+// message and details (ToERPC). Other errors pass unchanged.
+func ERPCServerInterceptor() erpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *erpc.UnaryServerInfo, next erpc.UnaryHandler) (any, error) {
+		resp, err := next(ctx, req)
+		return resp, ToERPC(err)
+	}
+}
+
+// GRPCServerInterceptor returns a gRPC unary server interceptor that turns
+// a handler's *erpc.Error into a gRPC status error with the same code,
+// message and details (ToGRPC). Other errors pass unchanged.
+func GRPCServerInterceptor() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		return resp, ToGRPC(err)
+	}
+}
+
+// ToERPC returns err as an erpc handler should return it: if err is (or
+// wraps) a gRPC status error and no *erpc.Error, the *erpc.Error of that
+// status (FromStatus), with err as its cause; any other err unchanged.
+func ToERPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *erpc.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	e = FromStatus(st)
+	e.Cause = err
+	return e
+}
+
+// ToGRPC returns err as a gRPC handler should return it: if err is (or
+// wraps) an *erpc.Error and no gRPC status, the status error of that
+// *erpc.Error (ToStatus); any other err unchanged.
+func ToGRPC(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	var e *erpc.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	return ToStatus(e).Err()
+}
+
+// FromStatus returns the *erpc.Error of a gRPC status: the same code (a
+// code erpc does not have becomes Unknown), message and details. An OK
+// status, which is no error, gives nil.
+func FromStatus(st *status.Status) *erpc.Error {
+	if st == nil || st.Code() == codes.OK {
+		return nil
+	}
+	p := st.Proto()
+	e := &erpc.Error{Code: erpc.Unknown, Msg: p.GetMessage()}
+	if c := p.GetCode(); c >= 0 && c <= int32(erpc.Unauthenticated) {
+		e.Code = erpc.Code(c)
+	}
+	for _, d := range p.GetDetails() {
+		e.Details = append(e.Details, erpc.Detail{Type: typeName(d.GetTypeUrl()), Value: d.GetValue()})
+	}
+	return e
+}
+
+// ToStatus returns the gRPC status of an *erpc.Error: the same code
+// (Unknown for OK, which is no error's), message and details (each an Any
+// of type URL type.googleapis.com/ plus the detail's type name).
+func ToStatus(e *erpc.Error) *status.Status {
+	code := codes.Code(e.Code)
+	if code == codes.OK {
+		code = codes.Unknown
+	}
+	p := &spb.Status{Code: int32(code), Message: e.Msg}
+	for _, d := range e.Details {
+		p.Details = append(p.Details, &anypb.Any{TypeUrl: typeURLPrefix + d.Type, Value: d.Value})
+	}
+	return status.FromProto(p)
+}
+
+// typeName is the message name of a type URL: what follows its last slash.
+func typeName(url string) string {
+	return url[strings.LastIndexByte(url, '/')+1:]
+}

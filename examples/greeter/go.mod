@@ -1,0 +1,21 @@
+module github.com/erpc-go/erpc/examples/greeter
+
+go 1.26.0
+
+require (
+	github.com/erpc-go/erpc v0.0.0
+	github.com/erpc-go/erpc/contrib/grpc v0.0.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
+	google.golang.org/grpc v1.85.0
+	google.golang.org/protobuf v1.36.12
+)
+
+require (
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
+)
+
+replace github.com/erpc-go/erpc => ../..
+
+replace github.com/erpc-go/erpc/contrib/grpc => ../../contrib/grpc

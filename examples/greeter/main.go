@@ -1,0 +1,264 @@
+// Command greeter serves one implementation of a protobuf service over gRPC
+// and erpc from one process: gRPC (TCP) for clients that only speak it, erpc
+// (UDP) for the fast path. The same Greeter value is registered on both
+// servers, and errors keep their codes on both (contrib/grpc).
+//
+//	greeter serve                        # gRPC on tcp 127.0.0.1:50051, erpc on udp 127.0.0.1:50051
+//	greeter hello -erpc 127.0.0.1:50051 Ada
+//	greeter hello -grpc 127.0.0.1:50051 Ada
+//	greeter hello -grpc 127.0.0.1:50051 ""   # the error path: InvalidArgument with a BadRequest detail
+//
+// The erpc side has erpc's health and reflection services, so the erpc
+// command works on it (`erpc list 127.0.0.1:50051`, `erpc call ...`); the
+// gRPC side has gRPC's, for grpcurl and grpc_health_probe.
+//
+// Its code is generated from proto/greeter/v1/greeter.proto by gen.sh
+// (go generate), with protoc-gen-go, protoc-gen-go-grpc and
+// protoc-gen-go-erpc.
+package main
+
+//go:generate ./gen.sh
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	ghealth "google.golang.org/grpc/health"
+	ghealthpb "google.golang.org/grpc/health/grpc_health_v1"
+	greflection "google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/codec/protocodec"
+	erpcgrpc "github.com/erpc-go/erpc/contrib/grpc"
+	"github.com/erpc-go/erpc/examples/greeter/greeterpb"
+	"github.com/erpc-go/erpc/health"
+	"github.com/erpc-go/erpc/reflection"
+)
+
+const usage = `usage:
+  greeter serve [-grpc host:port] [-erpc host:port]
+      serve greeter.v1.Greeter over gRPC (TCP) and erpc (UDP) until interrupted
+  greeter hello (-grpc host:port | -erpc host:port) [-timeout d] name
+      call SayHello with name, then LastGreeted, over one protocol
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "greeter:", err)
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return flag.ErrHelp
+	}
+	fs := flag.NewFlagSet("greeter "+args[0], flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
+	grpcAddr := fs.String("grpc", "", "gRPC address (TCP)")
+	erpcAddr := fs.String("erpc", "", "erpc address (UDP: host:port or udp://host:port; or shm:///path)")
+	timeout := fs.Duration("timeout", 5*time.Second, "hello: the calls' deadline")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch args[0] {
+	case "serve":
+		if fs.NArg() != 0 {
+			return fmt.Errorf("serve takes no arguments: %q\n%s", fs.Args(), usage)
+		}
+		return serve(cmp.Or(*grpcAddr, "127.0.0.1:50051"), cmp.Or(*erpcAddr, "127.0.0.1:50051"), out)
+	case "hello":
+		if fs.NArg() != 1 || (*grpcAddr == "") == (*erpcAddr == "") {
+			return fmt.Errorf("hello takes -grpc or -erpc, and a name\n%s", usage)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+		defer cancel()
+		c, closeClient, err := dial(ctx, *grpcAddr, *erpcAddr)
+		if err != nil {
+			return err
+		}
+		defer closeClient()
+		return hello(ctx, c, fs.Arg(0), out)
+	}
+	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+}
+
+// servers are the two servers of one Greeter.
+type servers struct {
+	grpc      *grpc.Server
+	grpcLis   net.Listener
+	grpcDone  chan error
+	erpc      *erpc.Endpoint
+	grpcCheck *ghealth.Server
+	erpcCheck *health.Server
+}
+
+// start serves impl over gRPC at grpcAddr (TCP) and erpc at erpcAddr.
+func start(impl *Greeter, grpcAddr, erpcAddr string) (*servers, error) {
+	s := &servers{grpcDone: make(chan error, 1), grpcCheck: ghealth.NewServer(), erpcCheck: health.NewServer()}
+
+	// erpc: the greeter, health and reflection. The interceptor turns
+	// the gRPC statuses SayHello returns into erpc errors of the same
+	// code and details.
+	esrv := erpc.NewServer(erpc.ChainUnaryInterceptor(erpcgrpc.ERPCServerInterceptor()))
+	if err := greeterpb.RegisterGreeterERPCServer(esrv, impl); err != nil {
+		return nil, err
+	}
+	if err := health.Register(esrv, s.erpcCheck); err != nil {
+		return nil, err
+	}
+	if err := reflection.Register(esrv); err != nil {
+		return nil, err
+	}
+
+	// gRPC: the same greeter, gRPC's health and reflection. The
+	// interceptor turns the *erpc.Errors LastGreeted returns into gRPC
+	// statuses.
+	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(erpcgrpc.GRPCServerInterceptor()))
+	greeterpb.RegisterGreeterServer(s.grpc, impl)
+	ghealthpb.RegisterHealthServer(s.grpc, s.grpcCheck)
+	greflection.Register(s.grpc)
+
+	var err error
+	if s.grpcLis, err = net.Listen("tcp", grpcAddr); err != nil {
+		return nil, err
+	}
+	if s.erpc, err = esrv.Listen(erpcAddr); err != nil {
+		s.grpcLis.Close()
+		return nil, err
+	}
+	go func() { s.grpcDone <- s.grpc.Serve(s.grpcLis) }()
+	for _, svc := range []string{"", "greeter.v1.Greeter"} {
+		s.grpcCheck.SetServingStatus(svc, ghealthpb.HealthCheckResponse_SERVING)
+		s.erpcCheck.SetServingStatus(svc, health.Serving)
+	}
+	return s, nil
+}
+
+// stop tells health checkers the servers are going, then drains both.
+func (s *servers) stop(ctx context.Context) {
+	s.grpcCheck.Shutdown()
+	s.erpcCheck.Shutdown()
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(stopped)
+	}()
+	s.erpc.Shutdown(ctx)
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.grpc.Stop()
+		<-stopped
+	}
+}
+
+func serve(grpcAddr, erpcAddr string, out io.Writer) error {
+	s, err := start(NewGreeter(), grpcAddr, erpcAddr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "greeter.v1.Greeter: gRPC on tcp %s, erpc on %s\n", s.grpcLis.Addr(), s.erpc.Target())
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+	case err = <-s.grpcDone:
+	}
+	shutdown, cancelShutdown := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelShutdown()
+	s.stop(shutdown)
+	return err
+}
+
+// client is the greeter's client API, common to the two protocols.
+type client interface {
+	SayHello(context.Context, *greeterpb.HelloRequest) (*greeterpb.HelloReply, error)
+	LastGreeted(context.Context, *greeterpb.LastGreetedRequest) (*greeterpb.LastGreetedReply, error)
+}
+
+// grpcClient drops gRPC's call options, which erpc's client has not.
+type grpcClient struct{ c greeterpb.GreeterClient }
+
+func (g grpcClient) SayHello(ctx context.Context, in *greeterpb.HelloRequest) (*greeterpb.HelloReply, error) {
+	return g.c.SayHello(ctx, in)
+}
+
+func (g grpcClient) LastGreeted(ctx context.Context, in *greeterpb.LastGreetedRequest) (*greeterpb.LastGreetedReply, error) {
+	return g.c.LastGreeted(ctx, in)
+}
+
+// dial returns a client over gRPC if grpcAddr is set, else over erpc.
+func dial(ctx context.Context, grpcAddr, erpcAddr string) (client, func(), error) {
+	if grpcAddr != "" {
+		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, nil, err
+		}
+		return grpcClient{greeterpb.NewGreeterClient(conn)}, func() { conn.Close() }, nil
+	}
+	s, err := erpc.Dial(ctx, erpcAddr)
+	if err != nil {
+		return nil, nil, err
+	}
+	return greeterpb.NewGreeterERPCClient(s), func() { s.Close() }, nil
+}
+
+// hello greets name and asks when it was last greeted.
+func hello(ctx context.Context, c client, name string, out io.Writer) error {
+	r, err := c.SayHello(ctx, &greeterpb.HelloRequest{Name: name})
+	if err != nil {
+		return fmt.Errorf("SayHello: %s", describe(err))
+	}
+	fmt.Fprintln(out, r.GetMessage())
+	l, err := c.LastGreeted(ctx, &greeterpb.LastGreetedRequest{Name: name})
+	if err != nil {
+		return fmt.Errorf("LastGreeted: %s", describe(err))
+	}
+	fmt.Fprintf(out, "greeted %q %d times, last at %s\n", name, l.GetCount(), l.GetAt().AsTime().Local().Format(time.RFC3339Nano))
+	return nil
+}
+
+// describe says what err's code, message and details are, alike for the
+// errors of both protocols.
+func describe(err error) string {
+	var e *erpc.Error
+	var details []proto.Message
+	code, msg := "", err.Error()
+	switch st, ok := status.FromError(err); {
+	case errors.As(err, &e):
+		code, msg = e.Code.String(), e.Msg
+		details, _ = protocodec.Details(e)
+	case ok:
+		code, msg = st.Code().String(), st.Message()
+		for _, d := range st.Details() {
+			if m, ok := d.(proto.Message); ok {
+				details = append(details, m)
+			}
+		}
+	}
+	s := fmt.Sprintf("code %s: %s", code, msg)
+	for _, d := range details {
+		b, _ := protojson.Marshal(d)
+		s += fmt.Sprintf("\n  detail %s: %s", d.ProtoReflect().Descriptor().FullName(), b)
+	}
+	return s
+}
