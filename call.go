@@ -97,7 +97,7 @@ func (s *Session) callStats(ctx context.Context, method string, id uint32, req, 
 	if h == nil {
 		return s.callRaw(ctx, method, id, req, resp, nil)
 	}
-	info := CallInfo{Method: method, Peer: s.addr, Start: time.Now(), ReqBytes: len(req)}
+	info := CallInfo{Method: method, Peer: s.addr, Target: s.target, Start: time.Now(), ReqBytes: len(req)}
 	ctx = h.CallBegin(ctx, info)
 	var retx int
 	out, err := s.callRaw(ctx, method, id, req, resp, &retx)
@@ -185,8 +185,11 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 	c.cont = done
 	c.state.Store(callTaken)
 	if h := s.ep.opts.stats; h != nil {
-		c.statsInfo = CallInfo{Method: method, Peer: s.addr, Start: time.Now(), ReqBytes: len(req)}
+		c.statsInfo = CallInfo{Method: method, Peer: s.addr, Target: s.target, Start: time.Now(), ReqBytes: len(req)}
 		c.stats = h.CallBegin(context.Background(), c.statsInfo)
+		if md, ok := c.stats.Value(outgoingKey{}).(Metadata); ok {
+			c.req, c.meta = withMetadata(md, req) // a tracer's context, say
+		}
 	}
 	s.ep.post(command{kind: cmdCall, call: c})
 }

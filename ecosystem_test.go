@@ -183,7 +183,8 @@ func TestStatsHandler(t *testing.T) {
 		if len(c.r.begins) != 3 || len(c.r.ends) != 3 {
 			t.Fatalf("%s: %d begins, %d ends", c.name, len(c.r.begins), len(c.r.ends))
 		}
-		if b := c.r.begins[0]; b.Method != "Echo" || b.ReqBytes != 100 || b.Server != (c.name == "server") || !b.Peer.IsValid() {
+		if b := c.r.begins[0]; b.Method != "Echo" || b.ReqBytes != 100 || b.Server != (c.name == "server") || !b.Peer.IsValid() ||
+			(c.name == "client" && b.Target != s.Target()) || s.Target() == "" {
 			t.Fatalf("%s: begin %+v", c.name, b)
 		}
 		if e := c.r.ends[0]; e.Code != erpc.OK || e.RespBytes != 100 || e.Duration <= 0 {
@@ -192,10 +193,37 @@ func TestStatsHandler(t *testing.T) {
 		if e := c.r.ends[1]; e.Code != erpc.NotFound || e.Err == nil {
 			t.Fatalf("%s: failed call's end %+v", c.name, e)
 		}
-		if len(c.r.sessions) != 2 || !c.r.sessions[0].Up || c.r.sessions[1].Up || c.r.sessions[0].Server != (c.name == "server") {
-			t.Fatalf("%s: sessions %+v", c.name, c.r.sessions)
+		ss := c.r.sessions
+		if len(ss) != 2 || !ss[0].Up || ss[1].Up || ss[0].Server != (c.name == "server") || ss[1].Server != ss[0].Server ||
+			ss[0].ID != ss[1].ID || ss[1].ConnectFailed {
+			t.Fatalf("%s: sessions %+v", c.name, ss)
 		}
 		c.r.mu.Unlock()
+	}
+}
+
+// TestStatsFailedDial: a dial that never connects reports one down event,
+// marked ConnectFailed (so a gauge of open sessions, which saw no up, does
+// not go negative).
+func TestStatsFailedDial(t *testing.T) {
+	checkLeaks(t)
+	var st recordingStats
+	cli := listenT(t, nil, "127.0.0.1:0", erpc.WithStatsHandler(&st))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := cli.Dial(ctx, "127.0.0.1:1"); err == nil { // nothing listens on port 1
+		t.Fatal("dial to a closed port succeeded")
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		st.mu.Lock()
+		ss := append([]erpc.SessionEvent(nil), st.sessions...)
+		st.mu.Unlock()
+		if len(ss) == 1 && !ss[0].Up && ss[0].ConnectFailed && !ss[0].Server {
+			return
+		}
+		if len(ss) > 1 || time.Now().After(deadline) {
+			t.Fatalf("session events %+v; want one down with ConnectFailed", ss)
+		}
 	}
 }
 
@@ -278,5 +306,46 @@ func TestJSONCodec(t *testing.T) {
 	raw, err := s.Call(context.Background(), "Add", []byte(`{"A":1,"B":1}`), nil)
 	if err != nil || string(raw) != `{"A":1,"B":1,"Total":2}` {
 		t.Fatalf("raw JSON call: %s %v", raw, err)
+	}
+}
+
+// TestStatsRefusals: requests refused before a handler runs (an unknown
+// method, a full queue) still reach the server's StatsHandler, begin and
+// end, with the refusal's code.
+func TestStatsRefusals(t *testing.T) {
+	checkLeaks(t)
+	n := newMemNet()
+	var st recordingStats
+	b := newBlocker()
+	srv := n.Listen(t, serverWith(t, "Work", b.handle, erpc.Background()),
+		erpc.WithWorkers(1), erpc.WithQueueDepth(1), erpc.WithStatsHandler(&st))
+	s := dialT(t, n, n.Listen(t, nil), srv)
+	if _, err := call(t, s, "Nope", nil); erpc.CodeOf(err) != erpc.Unimplemented {
+		t.Fatalf("unknown method: %v", err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer b.free()
+	wg.Go(func() { call(t, s, "Work", []byte("long")) })
+	<-b.started
+	wg.Go(func() { call(t, s, "Work", []byte("queued")) })
+	waitHeld(t, srv, 2)
+	if _, err := call(t, s, "Work", []byte("refused")); erpc.CodeOf(err) != erpc.ResourceExhausted {
+		t.Fatalf("full queue: %v", err)
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var codes []erpc.Code
+	for i, e := range st.ends {
+		codes = append(codes, e.Code)
+		if e.Code != erpc.OK && (e.Err == nil || erpc.CodeOf(e.Err) != e.Code) {
+			t.Errorf("end %d: %+v", i, e)
+		}
+	}
+	if len(st.begins) != 4 || len(codes) != 2 || codes[0] != erpc.Unimplemented || codes[1] != erpc.ResourceExhausted {
+		t.Fatalf("%d begins, ends with codes %v; want 4 begins (2 still running) and Unimplemented, ResourceExhausted", len(st.begins), codes)
+	}
+	if st.begins[0].Method != "" || st.begins[2].Method != "Work" {
+		t.Fatalf("methods %q, %q", st.begins[0].Method, st.begins[2].Method)
 	}
 }

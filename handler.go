@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/erpc-go/erpc/codec"
 
@@ -115,10 +116,12 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 	switch {
 	case hd == nil:
 		// The client names the method in its error: it knows the name.
+		ep.statsRefused(h, "", errUnknownMethod)
 		_ = ep.eng.Respond(now, h, uint8(Unimplemented), nil)
 		return
 	case ep.state.Load() != stateOpen:
-		_ = ep.eng.Respond(now, h, uint8(Unavailable), []byte("server shutting down"))
+		ep.statsRefused(h, hd.name, errShuttingDown)
+		_ = ep.eng.Respond(now, h, uint8(Unavailable), []byte(errShuttingDown.Msg))
 		return
 	}
 	r := ep.newRequest(now, h, hd)
@@ -130,6 +133,10 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 	}
 	if hd.background {
 		if !ep.workers.submit(q) {
+			if sh := ep.opts.stats; sh != nil {
+				sh.CallEnd(r.stats, CallInfo{Method: hd.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)},
+					CallEnd{Code: ResourceExhausted, Err: errQueueFull, Duration: time.Since(r.start)})
+			}
 			_ = ep.eng.Reject(now, h) // NACK: the client fails fast with ResourceExhausted
 			r.end(context.Canceled)
 			r.refs.Store(1)

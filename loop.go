@@ -213,7 +213,7 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 				delete(ep.loop.sessions, ev.Session)
 				s.onDown(now, ev.Err)
 			}
-			ep.sessionEvent(ev, false, s == nil)
+			ep.sessionEvent(ev, false, ev.Server)
 		}
 	}
 	return any

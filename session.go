@@ -146,6 +146,9 @@ func (ep *Endpoint) resolve(target string) (netip.AddrPort, error) {
 // Addr is the server's address.
 func (s *Session) Addr() netip.AddrPort { return s.addr }
 
+// Target is what the session was dialed with, as given to Dial.
+func (s *Session) Target() string { return s.target }
+
 // Endpoint is the endpoint the session belongs to.
 func (s *Session) Endpoint() *Endpoint { return s.ep }
 

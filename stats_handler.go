@@ -28,9 +28,10 @@ type StatsHandler interface {
 
 // CallInfo describes a call.
 type CallInfo struct {
-	Method   string
+	Method   string // "" for a request to a method the server does not have
 	Server   bool           // a call this endpoint serves (else one it makes)
 	Peer     netip.AddrPort // the other end
+	Target   string         // the client's: what its session dialed (a name, before resolving)
 	Start    time.Time
 	ReqBytes int
 }
@@ -46,10 +47,14 @@ type CallEnd struct {
 
 // SessionEvent is a session that came up or went down.
 type SessionEvent struct {
+	ID     uint64 // the session's, unique within the endpoint: its up and its down carry the same
 	Up     bool
 	Server bool // a session a client opened to this endpoint (else one it dialed)
 	Peer   netip.AddrPort
 	Err    error // why it went down; nil when up or closed
+	// ConnectFailed marks the down of a dialed session that never came
+	// up (no up event preceded it): a failed dial.
+	ConnectFailed bool
 }
 
 // WithStatsHandler installs h on the endpoint.
@@ -81,6 +86,26 @@ func (ep *Endpoint) sessionEvent(ev proto.Event, up, server bool) {
 		if !up && !errors.Is(ev.Err, proto.ErrSessionClosed) {
 			err = engineError(ev.Err)
 		}
-		sh.SessionEvent(SessionEvent{Up: up, Server: server, Peer: ev.Peer, Err: err})
+		sh.SessionEvent(SessionEvent{ID: uint64(ev.Session), Up: up, Server: server, Peer: ev.Peer, Err: err,
+			ConnectFailed: !up && !server && !ev.WasUp})
 	}
+}
+
+// Errors of served calls refused before a handler ran, as CallEnd reports
+// them.
+var (
+	errUnknownMethod = &Error{Code: Unimplemented, Msg: "no such method"}
+	errShuttingDown  = &Error{Code: Unavailable, Msg: "server shutting down"}
+	errQueueFull     = &Error{Code: ResourceExhausted, Msg: "server queue full"}
+)
+
+// statsRefused tells the StatsHandler, if any, of a request refused before
+// a request was made for it: begin and end at once.
+func (ep *Endpoint) statsRefused(h proto.ReqHandle, method string, err *Error) {
+	sh := ep.opts.stats
+	if sh == nil {
+		return
+	}
+	info := CallInfo{Method: method, Server: true, Peer: h.Peer(), Start: time.Now(), ReqBytes: len(h.Data())}
+	sh.CallEnd(sh.CallBegin(context.Background(), info), info, CallEnd{Code: err.Code, Err: err})
 }

@@ -103,10 +103,11 @@ var (
 // CodeOf returns the code of err: OK for nil, the code of an *Error in its
 // chain, Canceled or DeadlineExceeded for context errors, Unknown otherwise.
 func CodeOf(err error) Code {
+	if err == nil {
+		return OK // before e, which escapes: no allocation for a success
+	}
 	var e *Error
 	switch {
-	case err == nil:
-		return OK
 	case errors.As(err, &e):
 		return e.Code
 	case errors.Is(err, context.Canceled):

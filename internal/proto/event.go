@@ -125,6 +125,9 @@ type Event struct {
 	// Retransmits is how many packets of the call were sent again
 	// (EventResponse).
 	Retransmits int
+	// EventSessionDown: whether the session was a server's, and whether
+	// it had come up (a dialed session that never connected had not).
+	Server, WasUp bool
 }
 
 // Packet is a datagram for the driver to send: the header (with a small
