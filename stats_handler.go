@@ -28,7 +28,7 @@ type StatsHandler interface {
 
 // CallInfo describes a call.
 type CallInfo struct {
-	Method   string // "" for a request to a method the server does not have
+	Method   string         // "" for a request to a method the server does not have
 	Server   bool           // a call this endpoint serves (else one it makes)
 	Peer     netip.AddrPort // the other end
 	Target   string         // the client's: what its session dialed (a name, before resolving)
