@@ -89,13 +89,13 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 //	sum, err := erpc.Invoke[AddResp](ctx, s, "Add", &AddReq{A: 1, B: 2})
 func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *Req, opts ...CallOption) (*Resp, error) {
 	var o callOptions
-	for _, f := range opts {
-		f(&o)
+	if len(opts) > 0 {
+		o = callOptionsOf(opts)
 	}
 	resp := new(Resp)
 	reqCodec, respCodec := o.codec, o.codec
-	var err error
 	if reqCodec == nil {
+		var err error
 		if reqCodec, err = codec.For(any(req)); err != nil {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: request type: %v", method, err), Cause: err}
 		}
@@ -103,47 +103,56 @@ func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: response type: %v", method, err), Cause: err}
 		}
 	}
-	b, err := reqCodec.Marshal(nil, req)
-	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
-	}
-	id := typedID(method, reqCodec, req, respCodec, resp)
-	hint := ""
-	if id != methodID(method) {
-		hint = fmt.Sprintf(" taking %s and returning %s (a method of that name with other types does not match)",
-			typeName(reqCodec, req), typeName(respCodec, resp))
-	}
+	m := typedMethodOf(method, reqCodec, req, respCodec, resp)
 	if icpt := s.ep.clientIntercept; icpt != nil {
-		err = icpt(ctx, method, req, resp, s, func(ctx context.Context, method string, rq, rs any) error {
-			b, err := reqCodec.Marshal(nil, rq)
-			if err != nil {
-				return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
-			}
-			return s.invokeRaw(ctx, method, id, b, rs, respCodec, hint)
-		})
-		if err != nil {
+		if err := s.invokeIntercepted(ctx, icpt, m, req, resp, reqCodec, respCodec); err != nil {
 			return nil, err
 		}
 		return resp, nil
 	}
-	if err := s.invokeRaw(ctx, method, id, b, resp, respCodec, hint); err != nil {
+	b, err := reqCodec.Marshal(nil, req)
+	if err != nil {
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
+	}
+	if err := s.invokeRaw(ctx, m, b, resp, respCodec); err != nil {
 		return nil, err
 	}
 	return resp, nil
 }
 
+func callOptionsOf(opts []CallOption) callOptions {
+	var o callOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// invokeIntercepted is Invoke through the client interceptors (apart, so
+// that Invoke without them allocates no closure).
+func (s *Session) invokeIntercepted(ctx context.Context, icpt UnaryClientInterceptor, m typedMethod, req, resp any, reqCodec, respCodec codec.Codec) error {
+	return icpt(ctx, m.name, req, resp, s, func(ctx context.Context, method string, rq, rs any) error {
+		b, err := reqCodec.Marshal(nil, rq)
+		if err != nil {
+			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
+		}
+		return s.invokeRaw(ctx, m, b, rs, respCodec)
+	})
+}
+
 // invokeRaw makes a typed call's request b and decodes the answer into
-// resp; hint explains an Unimplemented answer.
-func (s *Session) invokeRaw(ctx context.Context, method string, id uint32, b []byte, resp any, respCodec codec.Codec, hint string) error {
-	data, err := s.callStats(ctx, method, id, b, nil)
+// resp.
+func (s *Session) invokeRaw(ctx context.Context, m typedMethod, b []byte, resp any, respCodec codec.Codec) error {
+	data, err := s.callStats(ctx, m.name, m.id, b, nil)
 	if err != nil {
-		if e, ok := err.(*Error); ok && e.Code == Unimplemented {
-			e.Msg += hint
+		if e, ok := err.(*Error); ok && e.Code == Unimplemented && m.typed {
+			e.Msg += fmt.Sprintf(" taking %s and returning %s (a method of that name with other types does not match)",
+				m.req, m.resp)
 		}
 		return err
 	}
 	if err := respCodec.Unmarshal(data, resp); err != nil {
-		return &Error{Code: Internal, Msg: fmt.Sprintf("call %q: decode the response: %v", method, err), Cause: err}
+		return &Error{Code: Internal, Msg: fmt.Sprintf("call %q: decode the response: %v", m.name, err), Cause: err}
 	}
 	return nil
 }
@@ -151,11 +160,14 @@ func (s *Session) invokeRaw(ctx context.Context, method string, id uint32, b []b
 // typedID is a typed method's ID on the wire: its name's, plus its types'
 // names where the codecs give them.
 func typedID(method string, reqCodec codec.Codec, req any, respCodec codec.Codec, resp any) uint32 {
-	rq, rs := typeName(reqCodec, req), typeName(respCodec, resp)
-	if rq == "" && rs == "" {
+	return typedIDOf(method, typeName(reqCodec, req), typeName(respCodec, resp))
+}
+
+func typedIDOf(method, req, resp string) uint32 {
+	if req == "" && resp == "" {
 		return methodID(method)
 	}
-	return methodID(method + "\x00" + rq + "\x00" + rs)
+	return methodID(method + "\x00" + req + "\x00" + resp)
 }
 
 func typeName(c codec.Codec, v any) string {
