@@ -36,6 +36,7 @@ package kv
 import (
 	"errors"
 	"hash/maphash"
+	"math"
 	"sync"
 )
 
@@ -58,8 +59,8 @@ var (
 // Config sizes a Store.
 type Config struct {
 	// Capacity is the number of keys the store can hold (spread over the
-	// partitions by hash, with 1/8 head room for the spread's imbalance).
-	// Default 65536.
+	// partitions by hash, with head room for the spread's imbalance: a
+	// partition that fills up refuses new keys). Default 65536.
 	Capacity int
 	// Partitions is rounded up to a power of two. Default 64.
 	Partitions int
@@ -93,8 +94,11 @@ func NewStore(c Config) *Store {
 	for n < c.Partitions {
 		n <<= 1
 	}
-	per := (c.Capacity + n - 1) / n
-	per += per/8 + 1
+	// Head room for the hash's spread over the partitions: the keys of a
+	// partition are binomial, about mean ± sqrt(mean); four of those is
+	// more than any of a few hundred partitions sees.
+	mean := float64(c.Capacity) / float64(n)
+	per := int(mean + mean/8 + 4*math.Sqrt(mean) + 4)
 	s := &Store{seed: maphash.MakeSeed(), parts: make([]partition, n), mask: uint64(n - 1)}
 	for i := range s.parts {
 		p := &s.parts[i]

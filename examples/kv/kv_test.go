@@ -166,6 +166,23 @@ func TestConcurrent(t *testing.T) {
 	}
 }
 
+// TestCapacity: a store takes as many keys as it was sized for, whatever
+// their spread over the partitions.
+func TestCapacity(t *testing.T) {
+	for _, c := range []Config{{Capacity: 1000}, {Capacity: 100, Partitions: 64}, {Capacity: 1 << 16}, {Capacity: 5000, Partitions: 3}} {
+		st := NewStore(c)
+		v := value(0, MinValue)
+		for i := range c.Capacity {
+			if err := st.Set(key(i), v); err != nil {
+				t.Fatalf("%+v: key %d: %v", c, i, err)
+			}
+		}
+		if st.Len() != c.Capacity {
+			t.Errorf("%+v: Len %d", c, st.Len())
+		}
+	}
+}
+
 func TestStoreErrors(t *testing.T) {
 	st := NewStore(Config{})
 	if _, err := st.Get(make([]byte, 3), nil); !errors.Is(err, ErrKeySize) {
