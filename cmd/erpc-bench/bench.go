@@ -101,6 +101,8 @@ func (b *bench) runScenario() error {
 		return b.runLoss()
 	case "raft":
 		return b.runRaft()
+	case "slo":
+		return b.runSLO()
 	}
 	return errNotBuilt(b.cfg.scenario)
 }

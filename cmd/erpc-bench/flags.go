@@ -30,6 +30,7 @@ type config struct {
 	rawDgram  int
 	rawWindow int
 	progress  bool
+	slo       *sloConfig // the slo scenario's flags
 }
 
 // allSystems lists every system erpc-bench knows, in display order.
@@ -54,6 +55,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if args[0] == "raft" {
 		return parseRaftFlags(args[1:], stderr)
+	}
+	if args[0] == "slo" {
+		return parseSLOFlags(args[1:], stderr)
 	}
 	c := &config{scenario: args[0]}
 	d, ok := scenarioDefaults[c.scenario]
@@ -225,9 +229,5 @@ func parseSize(f string) (int, error) {
 
 // errNotBuilt is the error of a scenario that does not exist yet.
 func errNotBuilt(s string) error {
-	switch s {
-	case "slo":
-		return fmt.Errorf("scenario %q is not built yet", s)
-	}
-	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss raft)", s)
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss slo raft)", s)
 }

@@ -16,11 +16,17 @@
 //	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
 //	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
 //	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
+//	go run ./cmd/erpc-bench slo -dist bimodal1 -policy jbsq,hash -vs grpc -workers 4 -plot slo.svg
+//	go run ./cmd/erpc-bench slo -workload kv -mix 0,50,95 -server-procs 1,2 -vs grpc
 //
 // -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
 // (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
 // bandwidth scenario always adds a "memcpy" column and JSON line: the same
 // sizes copied in the client's process, the reference for GB/s.
+//
+// The slo scenario (slo.go) offers open-loop Poisson load to a server with
+// a fixed number of workers and reports the highest throughput whose p99
+// stays within an SLO, per dispatch policy and beside gRPC.
 //
 // Run "erpc-bench <scenario> -h" for the flags.
 package main

@@ -118,7 +118,7 @@ func TestParseFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"raft", "-vs", "grpc"}, io.Discard); err == nil {
 		t.Error("raft -vs grpc accepted")
 	}
-	for _, s := range []string{"slo", "nope"} {
+	for _, s := range []string{"nope"} {
 		if _, err := parseFlags([]string{s}, io.Discard); err == nil {
 			t.Errorf("scenario %q accepted", s)
 		}

@@ -75,6 +75,9 @@ func plotSeries(recs []jsonRecord, y func(jsonRecord) float64, better func(a, b 
 }
 
 func plotSVG(scenario string, recs []jsonRecord) []byte {
+	if scenario == "slo" {
+		return sloPlotSVG(recs)
+	}
 	lat := plotSeries(recs, func(r jsonRecord) float64 { return r.P50 },
 		func(a, b jsonRecord) bool { return a.Concurrency < b.Concurrency })
 	thr := plotSeries(recs, func(r jsonRecord) float64 { return r.Gbps },

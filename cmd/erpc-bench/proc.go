@@ -241,6 +241,8 @@ func newServerImpl(cfg srvConfig) (serverImpl, error) {
 		return newDRPCServer(cfg)
 	case "raft":
 		return newRaftServer(cfg)
+	case "slo":
+		return newSLOServer(cfg)
 	}
 	return nil, fmt.Errorf("unknown system %q", cfg.system)
 }

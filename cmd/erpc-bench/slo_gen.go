@@ -1,0 +1,470 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The slo scenario's open-loop load generator. Several lanes (one per
+// client endpoint, each its own goroutine) each send a Poisson stream of
+// rate/lanes requests per second (together a Poisson stream of rate): the
+// k-th request of a lane is planned at the sum of k draws from the
+// exponential distribution, and sent at that time whatever happened to
+// the earlier ones, so a slow server cannot slow the generator down and
+// hide its own queue (coordinated omission). Latency is measured from the
+// planned send time; the generator's lag (actual minus planned send) is
+// recorded, and the actual send times are checked against the
+// exponential distribution (Anderson-Darling): a point where the generator
+// could not keep up is marked invalid rather than reported as the
+// server's.
+
+// sloTarget is what the generator drives: one system's client.
+type sloTarget interface {
+	// send issues c on lane's endpoint. The target calls c.finish exactly
+	// once, from any goroutine; ctx ends when the generator stops waiting.
+	send(ctx context.Context, lane int, c *sloCall)
+}
+
+// sloCall is one request. The generator fills the plan; the target owns
+// the buffers (a call object is reused only after finish).
+type sloCall struct {
+	lane     *sloLane
+	planned  time.Time
+	measured bool          // planned inside the measured window
+	sess     int           // which of the lane's sessions to send on (uniform)
+	svc      time.Duration // service time to emulate (sleep workload)
+	get      bool          // kv: GET, else SET
+	key      int           // kv: key index
+	vlen     int           // kv: SET value length
+
+	req, resp []byte              // the target's
+	fn        func([]byte, error) // the target's callback, bound once
+}
+
+// finish records the call's outcome: err nil for a response, a NACK
+// (nack true), or another failure; served is the service time the server
+// measured (0 if unknown).
+func (c *sloCall) finish(err error, nack bool, served time.Duration) {
+	l := c.lane
+	g := l.g
+	if err == nil {
+		// Throughput: answers received inside the window, whenever planned.
+		if now := time.Now(); !now.Before(g.from) && now.Before(g.end) {
+			l.mu.Lock()
+			l.answered++
+			l.mu.Unlock()
+		}
+	}
+	if c.measured {
+		l.mu.Lock()
+		if !g.closed.Load() {
+			switch {
+			case err == nil:
+				l.lat.record(time.Since(c.planned))
+				l.ok++
+				if served > 0 {
+					l.served.record(served)
+					l.over.record(served - c.svc)
+				}
+			case nack:
+				l.nacks++
+			default:
+				l.errs++
+				if l.firstErr == nil {
+					l.firstErr = err
+				}
+			}
+			// Under the lock: once every lane is closed, what is still
+			// pending was not recorded, and is lost.
+			g.measuredPending.Add(-1)
+		}
+		l.mu.Unlock()
+	}
+	l.put(c)
+	g.pending.Add(-1)
+}
+
+// sloPlan is one point's load.
+type sloPlan struct {
+	rate          float64 // requests per second, all lanes together
+	lanes         int
+	warmup, dur   time.Duration
+	drain         time.Duration // how long to wait for calls in flight after the last send
+	seed          uint64
+	sessions      int                                   // per lane: c.sess is drawn from [0, sessions)
+	newDraw       func(rng *rand.Rand) func(c *sloCall) // per lane: fills in what to ask for
+	noPreciseWait bool                                  // tests: plain time.Sleep
+}
+
+// sloStats is what a point measured: its calls planned inside the
+// measured window.
+type sloStats struct {
+	rate, secs            float64
+	answered              int64 // answers (not NACKs) received in the window
+	planned               int64 // calls planned in the window
+	ok, nacks, errs, lost int64 // lost: no answer within the drain
+	lat                   hist  // latency of ok calls, from their planned send
+	lag                   hist  // actual minus planned send
+	served, over          hist  // server-measured service time, and minus the requested one
+	adStat                float64
+	adN                   int
+	firstErr              error
+}
+
+type sloGen struct {
+	pending, measuredPending atomic.Int64
+	closed                   atomic.Bool // late answers are ignored
+	lanes                    []*sloLane
+	from, end                time.Time // the measured window
+}
+
+type sloLane struct {
+	g  *sloGen
+	id int
+
+	mu       sync.Mutex
+	lat      hist
+	served   hist
+	over     hist
+	ok       int64
+	nacks    int64
+	errs     int64
+	answered int64
+	firstErr error
+	free     []*sloCall
+
+	// The lane goroutine's own.
+	lag   hist
+	sends []int64 // actual send times of measured calls, ns since the start
+}
+
+func (l *sloLane) get() *sloCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.free); n > 0 {
+		c := l.free[n-1]
+		l.free = l.free[:n-1]
+		return c
+	}
+	return &sloCall{lane: l}
+}
+
+func (l *sloLane) put(c *sloCall) {
+	l.mu.Lock()
+	l.free = append(l.free, c)
+	l.mu.Unlock()
+}
+
+// runOpenLoop drives t with p and returns what it measured.
+func runOpenLoop(t sloTarget, p sloPlan) sloStats {
+	start := time.Now().Add(time.Millisecond)
+	from := start.Add(p.warmup)
+	end := from.Add(p.dur)
+	g := &sloGen{from: from, end: end}
+	for i := range p.lanes {
+		g.lanes = append(g.lanes, &sloLane{g: g, id: i})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mean := float64(p.lanes) / p.rate * 1e9 // ns between a lane's requests
+	var wg sync.WaitGroup
+	for _, l := range g.lanes {
+		wg.Go(func() {
+			var clk laneClock
+			if !p.noPreciseWait {
+				clk.sl, _ = newSleeper()
+			}
+			if clk.sl != nil {
+				defer clk.sl.close()
+			}
+			rng := rand.New(rand.NewPCG(p.seed, uint64(l.id)+1))
+			draw := p.newDraw(rng)
+			at := start
+			for {
+				at = at.Add(expGap(rng, mean))
+				if !at.Before(end) {
+					return
+				}
+				clk.until(at)
+				now := time.Now()
+				c := l.get()
+				c.planned, c.measured = at, !at.Before(from)
+				c.sess = rng.IntN(max(p.sessions, 1))
+				draw(c)
+				if c.measured {
+					l.lag.record(now.Sub(at))
+					l.sends = append(l.sends, int64(now.Sub(start)))
+					g.measuredPending.Add(1)
+				}
+				g.pending.Add(1)
+				t.send(ctx, l.id, c)
+			}
+		})
+	}
+	wg.Wait()
+	// Wait for the calls in flight; those planned in the window that are
+	// still unanswered at the deadline count as lost (infinite latency).
+	deadline := time.Now().Add(p.drain)
+	for g.pending.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	var s sloStats
+	s.rate, s.secs = p.rate, p.dur.Seconds()
+	var sends []int64
+	g.closed.Store(true)
+	for _, l := range g.lanes {
+		// A barrier: an answer being recorded under the lock is done.
+		l.mu.Lock()
+		l.mu.Unlock()
+	}
+	s.lost = g.measuredPending.Load()
+	for _, l := range g.lanes {
+		l.mu.Lock()
+		s.lat.merge(&l.lat)
+		s.served.merge(&l.served)
+		s.over.merge(&l.over)
+		s.ok += l.ok
+		s.nacks += l.nacks
+		s.errs += l.errs
+		s.answered += l.answered
+		if s.firstErr == nil {
+			s.firstErr = l.firstErr
+		}
+		l.mu.Unlock()
+		s.lag.merge(&l.lag)
+		sends = append(sends, l.sends...)
+	}
+	s.planned = s.ok + s.nacks + s.errs + s.lost
+	s.adStat, s.adN = interArrivalAD(sends)
+	return s
+}
+
+// laneClock waits for a lane's planned send times. A blocking wait ends
+// some tens of microseconds late on a virtual machine (the timer's
+// interrupt and the thread's wake-up: 60-80 µs at the median here), and
+// that lag, the same for every send, would still take the shortest gaps
+// out of the stream (a lane cannot send twice within it), which the
+// inter-arrival test sees. So the clock aims early by its own running
+// estimate of the lateness, and covers what is left, if it woke early, by
+// yielding until the planned time: it never sends before it. The estimate
+// follows the median lateness (a step up when a wait ends later than it,
+// down when earlier), so that the rare wait the kernel delays by
+// milliseconds does not make every later one yield long: while a lane
+// yields, the process is busy, Go does not poll the netpoller, and on a
+// shared machine a busy process loses the kernel's wake-up preference.
+type laneClock struct {
+	sl    *sleeper
+	ahead time.Duration // the median lateness of a blocking wait
+}
+
+const (
+	laneAheadStep = time.Microsecond
+	laneAheadMax  = 200 * time.Microsecond
+)
+
+func (c *laneClock) until(at time.Time) {
+	target := at.Add(-c.ahead)
+	if d := time.Until(target); d > 0 {
+		if c.sl != nil {
+			c.sl.until(target)
+		} else {
+			time.Sleep(d)
+		}
+		if time.Since(target) > c.ahead {
+			c.ahead = min(c.ahead+laneAheadStep, laneAheadMax)
+		} else {
+			c.ahead = max(c.ahead-laneAheadStep, 0)
+		}
+	}
+	for time.Now().Before(at) {
+		runtime.Gosched()
+	}
+}
+
+// expGap draws the time to a lane's next request: exponential with mean
+// mean nanoseconds.
+func expGap(rng *rand.Rand, mean float64) time.Duration {
+	return time.Duration(rng.ExpFloat64() * mean)
+}
+
+// quantile is the latency at q over every call planned in the window,
+// refused, failed and lost ones counting as infinite: +Inf when q falls
+// among those.
+func (s *sloStats) quantile(q float64) float64 {
+	if s.planned == 0 {
+		return math.NaN()
+	}
+	rank := max(int64(math.Ceil(q*float64(s.planned))), 1)
+	if rank > s.ok {
+		return math.Inf(1)
+	}
+	return s.lat.quantile(float64(rank) / float64(s.ok))
+}
+
+// qps is the throughput achieved: answers received in the window per
+// second (a server working off a backlog after the window is not counted).
+func (s *sloStats) qps() float64 {
+	if s.secs <= 0 {
+		return 0
+	}
+	return float64(s.answered) / s.secs
+}
+
+// nackFrac is the fraction of the window's calls refused at once.
+func (s *sloStats) nackFrac() float64 {
+	if s.planned == 0 {
+		return 0
+	}
+	return float64(s.nacks) / float64(s.planned)
+}
+
+// adCritical is the Anderson-Darling statistic's 1% critical value for
+// the exponential distribution with its mean estimated from the sample
+// (Stephens 1974; D'Agostino and Stephens, Goodness-of-Fit Techniques,
+// table 4.11, with A² multiplied by 1 + 0.6/n).
+const adCritical = 1.959
+
+// adMaxN caps the inter-arrival times tested (every k-th one is taken):
+// with hundreds of thousands of gaps the test would notice the clock's
+// microsecond jitter, which is not what it is there for.
+const adMaxN = 10000
+
+// interArrivalAD tests the gaps between the sorted send times (ns) and
+// returns the statistic and how many gaps it used (0 if under 20).
+func interArrivalAD(sends []int64) (float64, int) {
+	if len(sends) < 21 {
+		return 0, 0
+	}
+	slices.Sort(sends)
+	gaps := make([]float64, 0, len(sends)-1)
+	for i := 1; i < len(sends); i++ {
+		gaps = append(gaps, float64(sends[i]-sends[i-1]))
+	}
+	if len(gaps) > adMaxN {
+		step := float64(len(gaps)) / adMaxN
+		sub := make([]float64, 0, adMaxN)
+		for i := range adMaxN {
+			sub = append(sub, gaps[int(float64(i)*step)])
+		}
+		gaps = sub
+	}
+	return andersonDarlingExp(gaps), len(gaps)
+}
+
+// andersonDarlingExp returns the modified Anderson-Darling statistic
+// A²(1 + 0.6/n) of xs (sorted in place) against the exponential
+// distribution whose mean is xs's. A sample from that distribution gives
+// more than adCritical once in a hundred.
+func andersonDarlingExp(xs []float64) float64 {
+	n := len(xs)
+	if n == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	mean := 0.0
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(n)
+	if mean <= 0 {
+		return math.Inf(1)
+	}
+	floor := mean * 1e-9 // a zero gap: as unlikely as the clock can say
+	var sum float64
+	for i := range n {
+		lo := max(xs[i], floor) / mean
+		hi := xs[n-1-i] / mean
+		// ln F(x_i) + ln(1 - F(x_{n+1-i})), F(x) = 1 - e^-x
+		sum += float64(2*i+1) * (math.Log(-math.Expm1(-lo)) - hi)
+	}
+	a2 := -float64(n) - sum/float64(n)
+	return a2 * (1 + 0.6/float64(n))
+}
+
+// Service-time distributions of mean S (seed 001; ZygOS, NEBULA).
+var sloDists = []string{"fixed", "exp", "bimodal1", "bimodal2"}
+
+func drawService(dist string, s time.Duration, rng *rand.Rand) time.Duration {
+	switch dist {
+	case "exp":
+		return time.Duration(rng.ExpFloat64() * float64(s))
+	case "bimodal1": // 90% S/2, 10% 5.5 S
+		if rng.Float64() < 0.9 {
+			return s / 2
+		}
+		return s * 11 / 2
+	case "bimodal2": // 99.9% S/2, 0.1% 500.5 S
+		if rng.Float64() < 0.999 {
+			return s / 2
+		}
+		return s * 1001 / 2
+	}
+	return s
+}
+
+// sloPoint is one measured point of one contestant, as the summary sees it.
+type sloPoint struct {
+	offered float64 // requests per second asked for
+	qps     float64 // answered per second
+	p99     float64 // ns; +Inf when NACKs and failures reach the 1% tail
+	valid   bool
+	rec     jsonRecord // the point's row
+}
+
+// maxUnderSLO picks the result line of a sweep: the highest throughput
+// among valid points that meet the SLO, going up in offered load and
+// stopping at the first valid point that misses it (a lucky point beyond
+// a failing one does not count). Invalid points neither pass nor stop.
+func maxUnderSLO(pts []sloPoint, slo float64) (sloPoint, bool) {
+	pts = slices.Clone(pts)
+	slices.SortStableFunc(pts, func(a, b sloPoint) int {
+		switch {
+		case a.offered < b.offered:
+			return -1
+		case a.offered > b.offered:
+			return 1
+		}
+		return 0
+	})
+	var best sloPoint
+	found := false
+	for _, p := range pts {
+		if !p.valid {
+			continue
+		}
+		if !(p.p99 <= slo) {
+			break
+		}
+		if !found || p.qps > best.qps {
+			best, found = p, true
+		}
+	}
+	return best, found
+}
+
+// sloValid says whether a point's generator kept up: its lag p99 within
+// 5% of the SLO and its inter-arrival times exponential.
+func sloValid(s *sloStats, slo time.Duration) (bool, string) {
+	var why []string
+	if lag := s.lag.quantile(0.99); lag > 0.05*float64(slo) {
+		why = append(why, fmt.Sprintf("lag p99 %s > 5%% of the SLO", humanUs(lag/1e3)))
+	}
+	if s.adN > 0 && !(s.adStat <= adCritical) {
+		why = append(why, fmt.Sprintf("inter-arrivals not exponential (A-D %.2f > %.2f)", s.adStat, adCritical))
+	}
+	if s.adN == 0 {
+		why = append(why, "too few sends to test")
+	}
+	if len(why) == 0 {
+		return true, ""
+	}
+	return false, fmt.Sprint(why)
+}

@@ -1,0 +1,415 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAndersonDarlingValue checks the statistic against a value computed
+// independently (Python, from the textbook formula).
+func TestAndersonDarlingValue(t *testing.T) {
+	got := andersonDarlingExp([]float64{0.1, 0.5, 1.0, 2.0, 3.0, 0.05, 0.7})
+	if want := 0.31656350469864547; math.Abs(got-want) > 1e-9 {
+		t.Errorf("A* = %v, want %v", got, want)
+	}
+}
+
+// TestInterArrivalsExponential: the generator's gaps pass the test about
+// 99 times in 100, and the merged stream of several lanes (what the
+// server sees) passes too; fixed, uniform and bunched gaps fail it.
+func TestInterArrivalsExponential(t *testing.T) {
+	const n, seeds = 5000, 40
+	fails := 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		gaps := make([]float64, n)
+		for i := range gaps {
+			gaps[i] = float64(expGap(rng, 250e3))
+		}
+		if a := andersonDarlingExp(gaps); !(a <= adCritical) {
+			fails++
+		}
+	}
+	if fails > 3 { // 1% expected: P(more than 3 of 40) < 0.1%
+		t.Errorf("%d of %d exponential samples rejected", fails, seeds)
+	}
+
+	// Four lanes of rate r/4 each, merged: a Poisson stream of rate r.
+	var sends []int64
+	for lane := range 4 {
+		rng := rand.New(rand.NewPCG(7, uint64(lane)+1))
+		at := int64(0)
+		for range n / 4 {
+			at += int64(expGap(rng, 4*250e3))
+			sends = append(sends, at)
+		}
+	}
+	if a, used := interArrivalAD(sends); !(a <= adCritical) || used != n-1 {
+		t.Errorf("merged lanes: A* = %.2f over %d gaps", a, used)
+	}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	for name, gen := range map[string]func(i int) float64{
+		"fixed":   func(int) float64 { return 250e3 },
+		"uniform": func(int) float64 { return rng.Float64() * 500e3 },
+		// Exponential gaps, but every tenth send delayed and the next
+		// ones bunched behind it, as a generator that fell behind does.
+		"bunched": func(i int) float64 {
+			if i%10 < 3 {
+				return 1e3
+			}
+			return rng.ExpFloat64() * 250e3
+		},
+	} {
+		gaps := make([]float64, n)
+		for i := range gaps {
+			gaps[i] = gen(i)
+		}
+		if a := andersonDarlingExp(gaps); a <= adCritical {
+			t.Errorf("%s gaps pass: A* = %.2f", name, a)
+		}
+	}
+}
+
+// stallTarget is a fake server: one worker answering in FIFO order at
+// once, except that it stops for the stall window [from, to).
+type stallTarget struct {
+	q        chan *sloCall
+	from, to time.Time
+}
+
+func (s *stallTarget) send(_ context.Context, _ int, c *sloCall) { s.q <- c }
+
+func (s *stallTarget) run() {
+	for c := range s.q {
+		if now := time.Now(); !now.Before(s.from) && now.Before(s.to) {
+			time.Sleep(time.Until(s.to))
+		}
+		c.finish(nil, false, 0)
+	}
+}
+
+// TestPlannedTimeAccounting: the server stalls for 300 ms in the middle of
+// a 1 s window at 1000 requests/s. The generator keeps sending through the
+// stall (open loop: about as many calls as planned), and the calls
+// planned during it carry the stall in their latency, measured from
+// their planned send times: about 30% of the calls take up to 300 ms, so
+// p90 and p99 are in the hundreds of milliseconds, although the server
+// answers at once otherwise.
+func TestPlannedTimeAccounting(t *testing.T) {
+	const rate, warm, dur, stall = 1000.0, 100 * time.Millisecond, time.Second, 300 * time.Millisecond
+	tg := &stallTarget{q: make(chan *sloCall, 100000)}
+	start := time.Now()
+	// The generator starts about a millisecond after it is called.
+	tg.from = start.Add(warm + 400*time.Millisecond)
+	tg.to = tg.from.Add(stall)
+	go tg.run()
+	defer close(tg.q)
+	st := runOpenLoop(tg, sloPlan{rate: rate, lanes: 2, sessions: 1, warmup: warm, dur: dur, drain: 5 * time.Second,
+		seed: 3, newDraw: func(*rand.Rand) func(*sloCall) { return func(*sloCall) {} }})
+	if st.lost != 0 || st.errs != 0 || st.nacks != 0 {
+		t.Fatalf("lost %d, errors %d, nacks %d", st.lost, st.errs, st.nacks)
+	}
+	if st.ok < 850 || st.ok > 1150 {
+		t.Errorf("%d calls in the window, want about %v: the generator did not keep sending", st.ok, rate*dur.Seconds())
+	}
+	p50, p90, p99 := st.quantile(0.5)/1e6, st.quantile(0.9)/1e6, st.quantile(0.99)/1e6
+	t.Logf("p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.1f ms", p50, p90, p99, float64(st.lat.max)/1e6)
+	if p90 < 100 || p99 < 250 || float64(st.lat.max)/1e6 < 280 {
+		t.Errorf("the stall is missing from the latency: p90 %.1f ms, p99 %.1f ms", p90, p99)
+	}
+	if p50 > 50 {
+		t.Errorf("p50 %.1f ms: calls outside the stall should be fast", p50)
+	}
+	// Measured from the actual send (what a closed-loop generator that
+	// waits for each answer would report), nothing would exceed the stall
+	// plus the service time; from the planned time, calls planned during
+	// the stall do, and the count of those above 150 ms matches the
+	// stall's second half: about 150 of them.
+	var slow int
+	for i := range st.lat.counts {
+		if histValue(i) > int64(150*time.Millisecond) {
+			slow += int(st.lat.counts[i])
+		}
+	}
+	if slow < 100 || slow > 200 {
+		t.Errorf("%d calls slower than 150 ms, want about 150", slow)
+	}
+}
+
+// TestInfiniteLatency: NACKs count as infinite latency in the
+// percentiles.
+func TestInfiniteLatency(t *testing.T) {
+	var s sloStats
+	for i := range 980 {
+		s.lat.record(time.Duration(i) * time.Microsecond)
+	}
+	s.ok, s.nacks, s.planned = 980, 20, 1000
+	if q := s.quantile(0.5); math.IsInf(q, 0) || q > 600e3 {
+		t.Errorf("p50 %v", q)
+	}
+	if q := s.quantile(0.99); !math.IsInf(q, 1) {
+		t.Errorf("p99 %v with 2%% NACKs, want +Inf", q)
+	}
+	if q := s.quantile(0.98); math.IsInf(q, 0) {
+		t.Errorf("p98 %v with 2%% NACKs should be finite", q)
+	}
+	if f := s.nackFrac(); f != 0.02 {
+		t.Errorf("nack fraction %v", f)
+	}
+}
+
+func TestMaxUnderSLO(t *testing.T) {
+	inf := math.Inf(1)
+	p := func(off, qps, p99 float64, valid bool) sloPoint {
+		return sloPoint{offered: off, qps: qps, p99: p99, valid: valid}
+	}
+	for _, c := range []struct {
+		name string
+		pts  []sloPoint
+		want float64 // qps; 0: none
+	}{
+		{"monotone", []sloPoint{p(100, 100, 2, true), p(200, 199, 5, true), p(300, 290, 12, true), p(400, 350, inf, true)}, 199},
+		{"unsorted", []sloPoint{p(300, 290, 12, true), p(100, 100, 2, true), p(200, 199, 5, true)}, 199},
+		{"invalid skipped", []sloPoint{p(100, 100, 2, true), p(200, 199, 5, false), p(300, 298, 9, true), p(400, 380, 20, true)}, 298},
+		{"invalid failing point does not stop", []sloPoint{p(100, 100, 2, true), p(200, 199, 50, false), p(300, 298, 9, true)}, 298},
+		{"lucky point after a miss", []sloPoint{p(100, 100, 2, true), p(200, 199, 15, true), p(300, 298, 9, true)}, 100},
+		{"exactly at the SLO", []sloPoint{p(100, 100, 10, true)}, 100},
+		{"none", []sloPoint{p(100, 100, 11, true), p(200, 200, 3, true)}, 0},
+		{"all invalid", []sloPoint{p(100, 100, 1, false)}, 0},
+		{"infinite at once", []sloPoint{p(100, 90, inf, true)}, 0},
+	} {
+		got, ok := maxUnderSLO(c.pts, 10)
+		if c.want == 0 {
+			if ok {
+				t.Errorf("%s: got %v, want none", c.name, got.qps)
+			}
+			continue
+		}
+		if !ok || got.qps != c.want {
+			t.Errorf("%s: got %v (%v), want %v", c.name, got.qps, ok, c.want)
+		}
+	}
+}
+
+func TestServiceDistributions(t *testing.T) {
+	const s, n = time.Millisecond, 400000
+	for _, d := range sloDists {
+		rng := rand.New(rand.NewPCG(5, 6))
+		var sum float64
+		counts := map[time.Duration]int{}
+		for range n {
+			v := drawService(d, s, rng)
+			sum += float64(v)
+			counts[v]++
+		}
+		mean := sum / n / float64(s)
+		tol := 0.01
+		if d == "bimodal2" {
+			tol = 0.1 // the mean rides on 0.1% of the draws
+		}
+		if math.Abs(mean-1) > tol {
+			t.Errorf("%s: mean %.4f S", d, mean)
+		}
+		switch d {
+		case "bimodal1":
+			if f := float64(counts[s*11/2]) / n; len(counts) != 2 || math.Abs(f-0.1) > 0.003 {
+				t.Errorf("bimodal1: %d values, %.4f long", len(counts), f)
+			}
+		case "bimodal2":
+			if f := float64(counts[s*1001/2]) / n; len(counts) != 2 || math.Abs(f-0.001) > 0.0003 {
+				t.Errorf("bimodal2: %d values, %.5f long", len(counts), f)
+			}
+		case "fixed":
+			if len(counts) != 1 {
+				t.Errorf("fixed: %d values", len(counts))
+			}
+		}
+	}
+}
+
+// TestSleeper: a sleeper never returns early, and a stale expiry from an
+// earlier wait does not end a later one.
+func TestSleeper(t *testing.T) {
+	s, err := newSleeper()
+	if err != nil {
+		t.Skip(err)
+	}
+	defer s.close()
+	for _, d := range []time.Duration{0, 50 * time.Microsecond, 500 * time.Microsecond, 2 * time.Millisecond, 200 * time.Microsecond} {
+		deadline := time.Now().Add(d)
+		s.until(deadline)
+		if now := time.Now(); now.Before(deadline) {
+			t.Errorf("%v: returned %v early", d, deadline.Sub(now))
+		}
+	}
+}
+
+// TestSLOSmoke runs the scenario end to end, briefly: servers in their own
+// processes, UDP and TCP loopback, both workloads; the JSON rows carry the
+// contract's fields and the scenario's.
+func TestSLOSmoke(t *testing.T) {
+	skipShort(t)
+	recs := runJSON(t, "slo", "-load", "0.2,0.5", "-policy", "jbsq,hash", "-vs", "grpc", "-workers", "2",
+		"-endpoints", "2", "-sessions", "2", "-drain", "2s")
+	checkSLORows(t, recs, []string{"jbsq", "hash", "grpc"}, 2)
+	for _, r := range recs {
+		if r["kind"] == "point" && r["ops"].(float64) <= 0 {
+			t.Errorf("no call answered: %v", r)
+		}
+	}
+}
+
+func TestSLOSmokeKV(t *testing.T) {
+	skipShort(t)
+	recs := runJSON(t, "slo", "-workload", "kv", "-qps", "1K", "-mix", "50", "-policy", "inline,jbsq", "-vs", "grpc",
+		"-server-procs", "1", "-keys", "1000", "-endpoints", "2", "-sessions", "2", "-keydist", "zipf")
+	checkSLORows(t, recs, []string{"inline", "jbsq", "grpc"}, 1)
+	for _, r := range recs {
+		if r["kind"] == "point" && (r["ops"].(float64) <= 0 || r["errors"].(float64) != 0) {
+			t.Errorf("bad kv point: %v", r)
+		}
+	}
+}
+
+// checkSLORows checks the scenario's JSON: per policy, one row per load
+// point and one summary, with their fields.
+func checkSLORows(t *testing.T, recs []map[string]any, policies []string, points int) {
+	t.Helper()
+	pointFields := []string{"policy", "dist", "workers", "offered_qps", "qps", "p99_us", "nack_frac", "valid",
+		"p50_us", "p999_us", "lag_p99_us", "iat_ad"}
+	sumFields := []string{"policy", "dist", "workers", "max_qps_under_slo"}
+	n := map[string]int{}
+	sums := map[string]int{}
+	for _, r := range recs {
+		if r["scenario"] != "slo" {
+			t.Errorf("scenario %v", r["scenario"])
+		}
+		pol, _ := r["policy"].(string)
+		switch r["kind"] {
+		case "point":
+			n[pol]++
+			for _, f := range pointFields {
+				if _, ok := r[f]; !ok {
+					t.Errorf("point without %q: %v", f, r)
+				}
+			}
+			if r["offered_qps"].(float64) <= 0 {
+				t.Errorf("offered %v", r["offered_qps"])
+			}
+		case "summary":
+			sums[pol]++
+			for _, f := range sumFields {
+				if _, ok := r[f]; !ok {
+					t.Errorf("summary without %q: %v", f, r)
+				}
+			}
+			if r["workload"] == "sleep" {
+				if _, ok := r["max_load_under_slo"]; !ok {
+					t.Errorf("summary without max_load_under_slo: %v", r)
+				}
+			}
+		default:
+			t.Errorf("row of kind %v", r["kind"])
+		}
+	}
+	for _, p := range policies {
+		if n[p] != points || sums[p] != 1 {
+			t.Errorf("%s: %d points and %d summaries, want %d and 1", p, n[p], sums[p], points)
+		}
+	}
+}
+
+// TestSLOTableAndPlot: the human output has the table's header and
+// result lines, and the plot is well-formed SVG with the SLO line.
+func TestSLOTableAndPlot(t *testing.T) {
+	skipShort(t)
+	var out bytes.Buffer
+	plot := t.TempDir() + "/slo.svg"
+	err := run([]string{"slo", "-load", "0.3", "-policy", "jbsq", "-vs", "none", "-workers", "2", "-endpoints", "1",
+		"-sessions", "2", "-d", "200ms", "-warmup", "50ms", "-pin=false", "-plot", plot}, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"# slo: dist bimodal1", "erpc jbsq", "|  load |  offered |", "# max throughput with p99 <= 10ms"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	svg := readFile(t, plot)
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Errorf("plot is not XML: %v", err)
+	}
+	if !bytes.Contains(svg, []byte("SLO 10")) || !bytes.Contains(svg, []byte("polyline")) {
+		t.Errorf("plot lacks the SLO line or a series")
+	}
+}
+
+// TestSLOPlotInf: infinite and invalid points are drawn, not dropped.
+func TestSLOPlotInf(t *testing.T) {
+	mk := func(pol string, load, p99 float64, valid bool) jsonRecord {
+		return jsonRecord{P99: p99, Extra: map[string]any{"kind": "point", "policy": pol, "dist": "exp",
+			"server_procs": 1, "load": load, "valid": valid, "slo_us": 10000.0, "offered_qps": load * 4000}}
+	}
+	svg := sloPlotSVG([]jsonRecord{mk("jbsq", 0.5, 2000, true), mk("jbsq", 0.9, sloInf, true), mk("hash", 0.5, 9000, false),
+		{Extra: map[string]any{"kind": "summary"}}})
+	if err := xml.Unmarshal(svg, new(struct{})); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(svg, []byte(`fill="white" stroke=`)) || !bytes.Contains(svg, []byte("<path")) {
+		t.Errorf("invalid or infinite point not drawn:\n%s", svg)
+	}
+	if n := bytes.Count(svg, []byte("<polyline")); n != 2 {
+		t.Errorf("%d lines, want 2", n)
+	}
+}
+
+func TestParseSLOFlags(t *testing.T) {
+	c, err := parseFlags([]string{"slo", "-dist", "exp,bimodal2", "-policy", "hash", "-vs", "none", "-load", "0.5,1"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.slo
+	if !slices.Equal(sc.dists, []string{"exp", "bimodal2"}) || !slices.Equal(c.systems, []string{"hash"}) ||
+		sc.slo != 10*time.Millisecond || !slices.Equal(sc.offered(), []float64{2000, 4000}) {
+		t.Errorf("%+v %v %v", sc, c.systems, sc.offered())
+	}
+	k, err := parseFlags([]string{"slo", "-workload", "kv", "-mix", "0,50,95"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ks := k.slo; !slices.Equal(ks.mixes, []int{0, 50, 95}) || !slices.Equal(ks.procs, []int{1, 2}) ||
+		ks.slo != sloKVSLO || len(ks.qps) == 0 || !slices.Equal(k.systems, []string{"inline", "grpc"}) {
+		t.Errorf("kv defaults: %+v %v", ks, k.systems)
+	}
+	for _, bad := range [][]string{
+		{"slo", "-dist", "pareto"},
+		{"slo", "-policy", "inline"}, // inline needs the kv workload
+		{"slo", "-vs", "drpc"},
+		{"slo", "-workload", "kv", "-mix", "101"},
+		{"slo", "-qps", "fast"},
+	} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
