@@ -28,19 +28,25 @@ func TestAndersonDarlingValue(t *testing.T) {
 // server sees) passes too; fixed, uniform and bunched gaps fail it.
 func TestInterArrivalsExponential(t *testing.T) {
 	const n, seeds = 5000, 40
-	fails := 0
+	fails, failsRes := 0, 0
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		gaps := make([]float64, n)
+		times := make([]int64, n+1)
 		for i := range gaps {
 			gaps[i] = float64(expGap(rng, 250e3))
+			times[i+1] = times[i] + int64(gaps[i])
 		}
 		if a := andersonDarlingExp(gaps); !(a <= adCritical) {
 			fails++
 		}
+		if c := interArrivalCheck(times, 100e3); !c.ok() {
+			failsRes++
+		}
 	}
-	if fails > 3 { // 1% expected: P(more than 3 of 40) < 0.1%
-		t.Errorf("%d of %d exponential samples rejected", fails, seeds)
+	// 1% expected (1.1% at a resolution): P(more than 3 of 40) < 0.1%.
+	if fails > 3 || failsRes > 3 {
+		t.Errorf("%d and %d (at 100 µs) of %d exponential samples rejected", fails, failsRes, seeds)
 	}
 
 	// Four lanes of rate r/4 each, merged: a Poisson stream of rate r.
@@ -53,11 +59,30 @@ func TestInterArrivalsExponential(t *testing.T) {
 			sends = append(sends, at)
 		}
 	}
-	if a, used := interArrivalAD(sends); !(a <= adCritical) || used != n-1 {
-		t.Errorf("merged lanes: A* = %.2f over %d gaps", a, used)
+	if c := interArrivalCheck(sends, 0); !c.ok() || c.n != n-1 {
+		t.Errorf("merged lanes: %+v", c)
+	}
+	// One lane that cannot send twice within 60 µs (a wake-up's cost on a
+	// virtual machine): at full resolution the missing short gaps are
+	// seen; at a resolution of 100 µs the stream passes.
+	rng := rand.New(rand.NewPCG(8, 9))
+	dead := make([]int64, n)
+	var planned int64
+	for i := range dead {
+		planned += int64(expGap(rng, 1000e3))
+		dead[i] = planned
+		if i > 0 {
+			dead[i] = max(planned, dead[i-1]+60e3)
+		}
+	}
+	if c := interArrivalCheck(slices.Clone(dead), 0); c.ok() {
+		t.Errorf("dead time, at full resolution: passes, %+v", c)
+	}
+	if c := interArrivalCheck(slices.Clone(dead), 100e3); !c.ok() {
+		t.Errorf("dead time, at 100 µs: %+v", c)
 	}
 
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng = rand.New(rand.NewPCG(1, 2))
 	for name, gen := range map[string]func(i int) float64{
 		"fixed":   func(int) float64 { return 250e3 },
 		"uniform": func(int) float64 { return rng.Float64() * 500e3 },
@@ -74,8 +99,16 @@ func TestInterArrivalsExponential(t *testing.T) {
 		for i := range gaps {
 			gaps[i] = gen(i)
 		}
-		if a := andersonDarlingExp(gaps); a <= adCritical {
+		if a := andersonDarlingExp(slices.Clone(gaps)); a <= adCritical {
 			t.Errorf("%s gaps pass: A* = %.2f", name, a)
+		}
+		// And at a resolution of 100 µs.
+		times := make([]int64, n+1)
+		for i, g := range gaps {
+			times[i+1] = times[i] + int64(g)
+		}
+		if c := interArrivalCheck(times, 100e3); c.ok() {
+			t.Errorf("%s gaps pass at 100 µs: %+v", name, c)
 		}
 	}
 }
