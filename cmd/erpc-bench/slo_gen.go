@@ -108,12 +108,12 @@ type sloPlan struct {
 // measured window.
 type sloStats struct {
 	rate, secs            float64
-	answered              int64 // answers (not NACKs) received in the window
-	planned               int64 // calls planned in the window
-	ok, nacks, errs, lost int64 // lost: no answer within the drain
-	lat                   hist  // latency of ok calls, from their planned send
-	lag                   hist  // actual minus planned send
-	served, over          hist  // server-measured service time, and minus the requested one
+	answered              int64    // answers (not NACKs) received in the window
+	planned               int64    // calls planned in the window
+	ok, nacks, errs, lost int64    // lost: no answer within the drain
+	lat                   hist     // latency of ok calls, from their planned send
+	lag                   hist     // actual minus planned send
+	served, over          hist     // server-measured service time, and minus the requested one
 	iat                   iatCheck // the actual send times
 	iatPlanned            iatCheck // the same test on the planned times
 	firstErr              error
