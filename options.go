@@ -168,3 +168,18 @@ func WithPaths(k int) Option { return func(o *options) { o.paths = k } }
 
 // WithSocketBuffer sets the UDP socket buffers (default 8 MiB).
 func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } }
+
+// WithoutCongestionControl turns the client sessions' congestion control
+// off: each sends its full credits whenever it has packets, and sprays its
+// paths in turn. An uncongested session already sends that way (the
+// bypass); this is for measuring what congestion control costs or gives,
+// and for networks that are never shared.
+func WithoutCongestionControl() Option {
+	return func(o *options) { o.engine.NoCongestionControl = true }
+}
+
+// WithBlindSpray makes a client session with several paths (WithPaths)
+// spray its packets over them in turn, blind to their delay, instead of
+// choosing the less queued of two: the baseline the path choice is
+// measured against (erpc-bench multipath's erpc-spray).
+func WithBlindSpray() Option { return func(o *options) { o.engine.CC.RoundRobin = true } }

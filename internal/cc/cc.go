@@ -275,6 +275,19 @@ func (c *Controller) Target(path int) time.Duration {
 	return time.Duration(c.target(c.path(path).base.min))
 }
 
+// ObserveBase feeds path's base RTT a sample that says nothing about
+// congestion by itself: the session's handshake, whose tiny packets cross
+// the network before the session adds to any queue. In an incast, every
+// session's first data packets meet the others' at the bottleneck; a base
+// taken from them alone would count that queue as distance, the later a
+// session the more, and those sessions would keep the queue standing
+// (delay-based control's latecomer advantage).
+func (c *Controller) ObserveBase(now int64, rtt time.Duration, path int) {
+	if r := int64(rtt); r >= int64(c.cfg.MinRTT) {
+		c.path(path).base.add(now, r, c.bucket)
+	}
+}
+
 // BaseRTT is path's base RTT: the lowest sample of the last BaseWindow.
 func (c *Controller) BaseRTT(path int) time.Duration {
 	return time.Duration(c.path(path).base.min)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/erpc-go/erpc/internal/cc"
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
@@ -76,12 +77,17 @@ type clientSide struct {
 	credits  int // negotiated total
 	avail    int // not held by in-flight packets
 	paths    int // the paths (client source ports) the session sprays over
-	nextPath int
-	flight   inflightList
-	rtt      rttEstimator
-	txSeq    uint32
-	largest  uint32 // largest acknowledged seq
-	acked    bool   // largest is valid
+	nextPath int // round robin's next, without congestion control
+	// Congestion control: the window, the pacer and the path choice.
+	// pacedUntil is when the pacer lets the next new packet go, if it has
+	// held one back (Never otherwise): the session's timer comes back then.
+	cc         cc.Controller
+	pacedUntil Time
+	flight     inflightList
+	rtt        rttEstimator
+	txSeq      uint32
+	largest    uint32 // largest acknowledged seq
+	acked      bool   // largest is valid
 	// lastAck is when a reply last answered an in-flight packet (0: never).
 	// Retransmission timers run from it as well as from each packet's
 	// send time, as TCP restarts its timer on every ACK: packets queued
@@ -191,6 +197,7 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 		waitStart:    now,
 		connectStart: now,
 		lastSent:     now,
+		pacedUntil:   Never,
 	}
 	e.newSession(s)
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)

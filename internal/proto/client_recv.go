@@ -83,7 +83,11 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		cs.largest, cs.acked = r.seq, true
 	}
 	if h.HoldMicros != wire.HoldSaturated {
-		cs.rtt.sample(now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond)
+		rtt := now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond
+		cs.rtt.sample(rtt)
+		if !e.cfg.NoCongestionControl {
+			cs.cc.OnAck(int64(now), rtt, int(r.path))
+		}
 	}
 }
 
@@ -236,6 +240,10 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	cs.credits = s.negotiate(&e.cfg, &c)
 	cs.paths = e.cfg.Paths
 	cs.avail = cs.credits
+	ccfg := e.cfg.CC
+	ccfg.MaxWindow = float64(cs.credits)
+	ccfg.PacketSize = s.dpp + wire.HeaderLen
+	cs.cc.Init(ccfg, cs.paths)
 	cs.slots = make([]clientSlot, s.window)
 	for i := range cs.slots {
 		cs.slots[i].reqNum = uint64(i)
@@ -244,7 +252,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	s.up = true
 	s.lastHeard = now
 	if h.TxSeq == cs.txSeq { // answers the latest attempt: a clean first RTT sample
-		cs.rtt.sample(now.Sub(cs.nextConnect) + e.cfg.ConnectRetry)
+		rtt := now.Sub(cs.nextConnect) + e.cfg.ConnectRetry
+		cs.rtt.sample(rtt)
+		cs.cc.ObserveBase(int64(now), rtt, 0)
 	}
 	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer})
 	e.pump(now, s)

@@ -7,12 +7,9 @@ import (
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
-// pump moves backlogged calls into free slots and sends what credits allow.
-// Slots are served round robin from a rotating start so no request starves.
-//
-// Congestion control and pacing (Timely and a timing wheel, a later issue)
-// plug in here: transmit is the only place a new client packet leaves, so a
-// rate limiter decides there whether it goes now or later.
+// pump moves backlogged calls into free slots and sends what credits and
+// congestion control allow. Slots are served round robin from a rotating
+// start so no request starves.
 func (e *Engine) pump(now Time, s *session) {
 	if !s.up {
 		return
@@ -25,11 +22,35 @@ func (e *Engine) pump(now Time, s *session) {
 		}
 		e.startSlot(s, i, cs.backlog.pop())
 	}
+	cs.pacedUntil = Never
 	n := len(cs.slots)
-	for k := 0; k < n && cs.avail > 0; k++ {
+	for k := 0; k < n && e.maySend(now, cs); k++ {
 		e.sendSlot(now, s, (cs.rr+k)%n)
 	}
 	cs.rr = (cs.rr + 1) % n
+}
+
+// maySend reports whether a new packet may leave now: a credit is free
+// and congestion control agrees. An uncongested session (the bypass) is
+// limited by its credits alone, as if there were no congestion control;
+// otherwise by the window, and by the pacer, which also notes when to come
+// back. Retransmissions and probes are not asked: they reuse a credit
+// already held, and say the window is already counting them.
+func (e *Engine) maySend(now Time, cs *clientSide) bool {
+	if cs.avail == 0 {
+		return false
+	}
+	if e.cfg.NoCongestionControl || cs.cc.Bypass() {
+		return true
+	}
+	if cs.credits-cs.avail >= cs.cc.Allowed() {
+		return false // the next reply frees room
+	}
+	if t := Time(cs.cc.NextSend(int64(now))); t > now {
+		cs.pacedUntil = t
+		return false
+	}
+	return true
 }
 
 func freeSlot(slots []clientSlot) int {
@@ -73,14 +94,14 @@ func (e *Engine) sendSlot(now Time, s *session, i int) {
 		return
 	}
 	if sl.respSize < 0 {
-		for sl.reqNext < sl.reqPkts && cs.avail > 0 {
+		for sl.reqNext < sl.reqPkts && e.maySend(now, cs) {
 			cs.avail--
 			e.transmit(now, s, i, kindReq, sl.reqNext, 0, -1)
 			sl.reqNext++
 		}
 		return
 	}
-	for sl.rfrNext < sl.respPkts && cs.avail > 0 {
+	for sl.rfrNext < sl.respPkts && e.maySend(now, cs) {
 		cs.avail--
 		e.transmit(now, s, i, kindRFR, sl.rfrNext, 0, -1)
 		sl.rfrNext++
@@ -111,6 +132,9 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 		}
 	}
 	e.emitOnPath(s.peer, &h, payload)
+	if !e.cfg.NoCongestionControl {
+		cs.cc.OnSend(int64(now), wire.HeaderLen+len(payload), int(h.Path))
+	}
 	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, path: h.Path, idx: idx, sentAt: now})
 	sl.nflight++
 	if !sl.sent {
@@ -131,16 +155,27 @@ func (e *Engine) retransmit(now Time, s *session, j int) {
 	cs.slots[r.slot].nflight--
 	cs.slots[r.slot].retx++
 	e.stats.Retransmits++
+	if !e.cfg.NoCongestionControl {
+		cs.cc.OnTimeout(int64(now), int(r.path))
+	}
 	e.transmit(now, s, int(r.slot), r.kind, r.idx, min(r.retx+1, 30), int(r.path))
 }
 
 // choosePath picks the path of a client packet: 0 for a session on one
-// path; otherwise the next in turn, and for a retransmission another than
-// the path its lost copy went on (lost, or -1 for a new packet).
+// path; otherwise congestion control's choice (the less queued of two
+// random paths), and for a retransmission another path than the one its
+// lost copy went on (lost, or -1 for a new packet). Without congestion
+// control, the paths in turn.
 func (e *Engine) choosePath(now Time, s *session, lost int) uint8 {
 	cs := s.c
-	if cs.paths <= 1 {
+	switch {
+	case cs.paths <= 1:
 		return 0
+	case e.cfg.NoCongestionControl:
+	case lost >= 0:
+		return uint8(cs.cc.RetransmitPath(int64(now), lost, e.cfg.Random()))
+	default:
+		return uint8(cs.cc.PickPath(int64(now), e.cfg.Random()))
 	}
 	p := cs.nextPath
 	if p == lost {
@@ -197,6 +232,7 @@ func (e *Engine) clientDeadline(s *session) Time {
 			d = minTime(d, sl.cancelAt.Add(backoff(rto, sl.probes, cfg.MaxRTO)))
 		}
 	}
+	d = minTime(d, cs.pacedUntil)
 	switch {
 	case cs.pingOut:
 		d = minTime(d, cs.pingSentAt.Add(backoff(rto, cs.pingTries, cfg.FailureTimeout/4)))
@@ -240,6 +276,9 @@ func (e *Engine) clientTimer(now Time, s *session) {
 			continue
 		}
 		j++
+	}
+	if now >= cs.pacedUntil {
+		e.pump(now, s) // the pacer lets the next packets go
 	}
 	for i := range cs.slots {
 		sl := &cs.slots[i]

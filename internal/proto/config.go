@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"time"
 
+	"github.com/erpc-go/erpc/internal/cc"
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
@@ -56,6 +57,16 @@ type Config struct {
 	// path the session's path choice picks, and the driver sends it from
 	// that path's port (Packet.Path). Default 1; at most 64.
 	Paths int
+
+	// CC configures the client sessions' congestion control (internal/cc;
+	// a zero field takes its default). CC.RoundRobin sprays packets over
+	// the paths in turn, blind to their delay: the baseline the path
+	// choice is measured against.
+	CC cc.Config
+	// NoCongestionControl turns congestion control off: sessions send
+	// their full credits at once and choose paths round robin (what the
+	// engine did before it; the baseline the bypass is measured against).
+	NoCongestionControl bool
 
 	// MaxSessions caps the server sessions of this engine. Default 65536.
 	MaxSessions int

@@ -153,7 +153,9 @@ func TestClientTable_CreditsPaceMultiPacket(t *testing.T) {
 }
 
 func TestClientTable_FastRetransmit(t *testing.T) {
-	tc := newTClient(t, Config{})
+	// Without congestion control: the five packets leave at once (slow
+	// start would send two: TestClientTable_SlowStart).
+	tc := newTClient(t, Config{NoCongestionControl: true})
 	req := bytes.Repeat([]byte{1}, 4*tDPP+1) // 5 packets, seqs 2..6
 	tc.call("send", req, []out{
 		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: uint32(len(req)), Len: -1},
@@ -338,7 +340,7 @@ func TestClientTable_PeerGone(t *testing.T) {
 // retransmission timer runs from the last reply (TCP's rule), not only
 // from each packet's send time.
 func TestClientTable_RTORestartsOnReply(t *testing.T) {
-	tc := newTClient(t, Config{MinRTO: time.Millisecond})
+	tc := newTClient(t, Config{MinRTO: time.Millisecond, NoCongestionControl: true})
 	req := bytes.Repeat([]byte{1}, 2*tDPP+1) // 3 packets, seqs 2..4
 	size := uint32(len(req))
 	tc.call("send", req, []out{
@@ -355,4 +357,49 @@ func TestClientTable_RTORestartsOnReply(t *testing.T) {
 	if st := tc.e.Stats(); st.CreditsInUse != 1 || st.Retransmits != 2 {
 		t.Fatalf("stats %+v, want 1 credit in use (packet 2) and 2 retransmits", st)
 	}
+}
+
+// TestClientTable_SlowStart: a new session sends two packets of a long
+// request, and more as replies come back (congestion control's slow start:
+// a new session does not add a full window to a queue it has not
+// measured); once uncongested at its full window (the bypass), it sends as
+// many packets as it has credits, as without congestion control.
+func TestClientTable_SlowStart(t *testing.T) {
+	tc := newTClient(t, Config{})
+	req := bytes.Repeat([]byte{1}, 4*tDPP+1) // 5 packets
+	size := uint32(len(req))
+	tc.call("send", req, []out{
+		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP}})
+	tc.now = tc.now.Add(20 * time.Microsecond)
+	// Each reply frees its packet's place and grows the window by one:
+	// two more packets per reply, the second paced (half an RTT over the
+	// window apart, in slow start).
+	tc.step("CR 0", tc.srv(wire.TypeCR, 0, 0, 0, 0, 2, 0, nil), []out{
+		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP}})
+	if d := tc.e.NextDeadline(); d > tc.now.Add(10*time.Microsecond) {
+		t.Fatalf("the pacer's next send is %v away, want within 10 µs", d.Sub(tc.now))
+	}
+	tc.tick("the pacer", tc.e.NextDeadline().Sub(tc.now), []out{
+		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP}})
+	tc.step("CR 1: paced still", tc.srv(wire.TypeCR, 0, 0, 0, 1, 3, 0, nil), nil)
+	tc.tick("the pacer again", tc.e.NextDeadline().Sub(tc.now), []out{
+		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
+
+	warm := newTClient(t, Config{})
+	c := &warm.e.sessions[warm.sid.Num()].c.cc
+	for i := 0; !c.Bypass(); i++ { // replies at a steady 20 µs: no congestion
+		if i > 1000 {
+			t.Fatalf("no bypass after %d uncongested replies: window %.1f", i, c.Window())
+		}
+		c.OnSend(int64(warm.now), 1472, 0)
+		warm.now = warm.now.Add(20 * time.Microsecond)
+		c.OnAck(int64(warm.now), 20*time.Microsecond, 0)
+	}
+	warm.call("uncongested: all five at once", req, []out{
+		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
 }

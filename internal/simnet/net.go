@@ -51,15 +51,32 @@ type link struct {
 	lastArrival int64 // a link is FIFO: jitter delays but does not reorder
 }
 
+// ingress is a shared bottleneck in front of one host: the switch port
+// toward it, which every sender's datagrams queue for.
+type ingress struct {
+	bandwidth float64 // bytes per second
+	limit     float64 // queued bytes beyond which datagrams are dropped; 0: unbounded
+	busyUntil int64
+	stats     IngressStats
+}
+
+// IngressStats counts what a host's ingress bottleneck did.
+type IngressStats struct {
+	Bytes    uint64  // delivered through it
+	Drops    uint64  // dropped because its queue was full
+	MaxQueue float64 // the most bytes that waited in its queue
+}
+
 // Net is a simulated network. It is not safe for concurrent use.
 type Net struct {
-	rng   *rand.Rand
-	def   LinkConfig
-	links map[linkKey]*link
-	q     heapq.Heap[Datagram] // in flight, by arrival then send order
-	seq   uint64
-	free  [][]byte
-	stats Stats
+	rng     *rand.Rand
+	def     LinkConfig
+	links   map[linkKey]*link
+	ingress map[netip.Addr]*ingress
+	q       heapq.Heap[Datagram] // in flight, by arrival then send order
+	seq     uint64
+	free    [][]byte
+	stats   Stats
 }
 
 // New returns a network whose links default to def, with all randomness
@@ -80,6 +97,35 @@ func (n *Net) SetDefault(cfg LinkConfig) {
 	n.def = cfg
 	for _, l := range n.links {
 		l.cfg = cfg
+	}
+}
+
+// SetIngress puts a bottleneck of bandwidth bytes per second, with a queue
+// of queueBytes (0: unbounded), in front of every port of host: the
+// switch port toward it, shared by all senders (incast). A datagram joins
+// its queue when it reaches the end of its link; the queue is FIFO in the
+// order datagrams are scheduled, which is arrival order when the links
+// toward host have equal delays and no jitter.
+func (n *Net) SetIngress(host netip.Addr, bandwidth float64, queueBytes int) {
+	if n.ingress == nil {
+		n.ingress = make(map[netip.Addr]*ingress)
+	}
+	n.ingress[host] = &ingress{bandwidth: bandwidth, limit: float64(queueBytes)}
+}
+
+// Ingress returns the counters of host's ingress bottleneck.
+func (n *Net) Ingress(host netip.Addr) IngressStats {
+	if in := n.ingress[host]; in != nil {
+		return in.stats
+	}
+	return IngressStats{}
+}
+
+// ResetIngress zeroes the counters of host's ingress bottleneck (after a
+// warm-up, say), keeping its queue.
+func (n *Net) ResetIngress(host netip.Addr) {
+	if in := n.ingress[host]; in != nil {
+		in.stats = IngressStats{}
 	}
 }
 
@@ -134,12 +180,13 @@ func (n *Net) Schedule(now int64, from, to netip.AddrPort, size int) (at [2]int6
 		depart = start + int64(float64(size)/c.Bandwidth*1e9)
 		l.busyUntil = depart
 	}
-	copies = 1
+	n2 := 1
 	if n.chance(c.Dup) {
-		copies = 2
+		n2 = 2
 		n.stats.Duplicated++
 	}
-	for i := range copies {
+	in := n.ingress[to.Addr()]
+	for range n2 {
 		t := depart + int64(c.Delay)
 		if c.Jitter > 0 {
 			t += n.rng.Int64N(int64(c.Jitter))
@@ -151,9 +198,32 @@ func (n *Net) Schedule(now int64, from, to netip.AddrPort, size int) (at [2]int6
 			t = max(t, l.lastArrival)
 			l.lastArrival = t
 		}
-		at[i] = t
+		if in != nil {
+			var ok bool
+			if t, ok = in.pass(t, size); !ok {
+				n.stats.QueueDrops++
+				continue
+			}
+		}
+		at[copies] = t
+		copies++
 	}
 	return at, copies
+}
+
+// pass queues a datagram of size bytes that reaches the bottleneck at t,
+// and returns when it leaves, or false if the queue is full.
+func (in *ingress) pass(t int64, size int) (int64, bool) {
+	start := max(t, in.busyUntil)
+	queued := float64(start-t) * in.bandwidth / 1e9
+	if in.limit > 0 && queued+float64(size) > in.limit {
+		in.stats.Drops++
+		return 0, false
+	}
+	in.stats.MaxQueue = max(in.stats.MaxQueue, queued)
+	in.stats.Bytes += uint64(size)
+	in.busyUntil = start + int64(float64(size)/in.bandwidth*1e9)
+	return in.busyUntil, true
 }
 
 func (n *Net) chance(p float64) bool { return p > 0 && n.rng.Float64() < p }

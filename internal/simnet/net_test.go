@@ -142,3 +142,37 @@ func TestPartition(t *testing.T) {
 		t.Fatalf("got %+v", got)
 	}
 }
+
+// TestIngressBottleneck: two senders, each offering the bottleneck's whole
+// rate, share it: together they get its rate, the excess is dropped at the
+// full queue, and the queue never holds more than its limit.
+func TestIngressBottleneck(t *testing.T) {
+	c := netip.MustParseAddrPort("10.0.0.3:1")
+	n := New(1, LinkConfig{Delay: time.Microsecond})
+	const bw, limit, size = 1e6, 10_000, 1000 // 1 MB/s: 1 ms per datagram
+	n.SetIngress(b.Addr(), bw, limit)
+	var last int64
+	for i := range 1000 { // each sender: one datagram per ms, for a second
+		now := int64(i) * int64(time.Millisecond)
+		for _, from := range []netip.AddrPort{a, c} {
+			at, copies := n.Schedule(now, from, b, size)
+			if copies == 1 {
+				last = max(last, at[0])
+			}
+		}
+	}
+	st := n.Ingress(b.Addr())
+	rate := float64(st.Bytes) / (float64(last) / 1e9)
+	if rate < 0.99*bw || rate > 1.01*bw {
+		t.Errorf("delivered %.0f B/s through a %.0f B/s bottleneck", rate, bw)
+	}
+	if st.Drops < 900 || st.Drops > 1000 || n.Stats().QueueDrops != st.Drops {
+		t.Errorf("%d drops (net: %d), want about half of the 2000 offered", st.Drops, n.Stats().QueueDrops)
+	}
+	if st.MaxQueue > limit || st.MaxQueue < limit-2*size {
+		t.Errorf("max queue %.0f B, limit %d", st.MaxQueue, limit)
+	}
+	if got := n.Ingress(a.Addr()); got != (IngressStats{}) {
+		t.Errorf("a host without a bottleneck has counters %+v", got)
+	}
+}

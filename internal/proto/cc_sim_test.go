@@ -1,0 +1,262 @@
+package proto
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/simnet"
+)
+
+// ccRun is a congestion-control scenario on the simulated network: n
+// clients, one session each, keep calls of reqSize bytes going to one
+// server (inline handlers answering 8 bytes) through a shared ingress
+// bottleneck; after a warm-up, the measured part.
+type ccRun struct {
+	clients  int
+	reqSize  int
+	inflight int // calls each client keeps going
+	bw       float64
+	queue    int
+	link     simnet.LinkConfig
+	warm     time.Duration
+	measure  time.Duration
+	back     *simnet.LinkConfig // the server-to-client links, if not link
+	// Host stalls: every stallEvery, for stallFor, the clients take no
+	// reply (a GC pause, a descheduled thread); replies wait and arrive
+	// together, in order, when the stall ends.
+	stallEvery, stallFor time.Duration
+	cfg                  Config
+	seed                 uint64
+}
+
+type ccResult struct {
+	util     float64 // bottleneck bytes / (bandwidth x measured time)
+	jain     float64 // of per-client completed bytes
+	perCall  []int
+	drops    uint64
+	maxQueue float64 // bytes, measured part
+	retx     uint64
+	failed   int
+}
+
+func (r ccResult) String() string {
+	return fmt.Sprintf("utilisation %.3f, Jain %.3f, drops %d, max queue %.0f B, retransmits %d, failed %d",
+		r.util, r.jain, r.drops, r.maxQueue, r.retx, r.failed)
+}
+
+func (sc ccRun) run(t *testing.T) ccResult {
+	t.Helper()
+	w := newWorld(t, sc.seed, sc.link)
+	srvCfg := sc.cfg
+	srvCfg.Random = seedRandom(sc.seed)
+	srv := w.addHost("server", "10.0.0.1:1", srvCfg)
+	if sc.bw > 0 {
+		w.net.SetIngress(srv.addr.Addr(), sc.bw, sc.queue)
+	}
+	if sc.back != nil { // the server-to-client links
+		for c := range sc.clients {
+			w.net.SetLink(srv.addr, addr(fmt.Sprintf("10.0.1.%d:1", c+1)), *sc.back)
+		}
+	}
+	resp := make([]byte, 8)
+	srv.onEvent = func(ev Event) {
+		if ev.Type == EventRequest {
+			_ = srv.e.Respond(w.now, ev.Req, 0, resp)
+		}
+	}
+	if sc.stallEvery > 0 {
+		back := sc.link
+		if sc.back != nil {
+			back = *sc.back
+		}
+		stalled := back
+		stalled.Delay += sc.stallFor
+		var stall func()
+		stall = func() {
+			for c := range sc.clients {
+				w.net.SetLink(srv.addr, addr(fmt.Sprintf("10.0.1.%d:1", c+1)), stalled)
+			}
+			w.at(w.now+Time(sc.stallFor), func() {
+				for c := range sc.clients {
+					w.net.SetLink(srv.addr, addr(fmt.Sprintf("10.0.1.%d:1", c+1)), back)
+				}
+			})
+			w.at(w.now+Time(sc.stallEvery), stall)
+		}
+		w.at(w.now+Time(sc.stallEvery), stall)
+	}
+	req := make([]byte, sc.reqSize)
+	measuring := false
+	var res ccResult
+	done := make([]int, sc.clients)
+	for c := range sc.clients {
+		cfg := sc.cfg
+		cfg.Random = seedRandom(sc.seed + uint64(c) + 1)
+		h := w.addHost(fmt.Sprintf("client%d", c), fmt.Sprintf("10.0.1.%d:1", c+1), cfg)
+		sid := h.e.Connect(w.now, srv.addr)
+		start := func() {
+			if _, err := h.e.StartCall(w.now, sid, 1, req, nil, Never, nil); err != nil {
+				t.Fatalf("client %d: %v", c, err)
+			}
+		}
+		h.onEvent = func(ev Event) {
+			if ev.Type != EventResponse {
+				return
+			}
+			if ev.Err != nil || ev.Status != 0 {
+				res.failed++
+			} else if measuring {
+				done[c]++
+			}
+			start()
+		}
+		for range sc.inflight {
+			start()
+		}
+	}
+	w.runFor(Time(sc.warm))
+	w.net.ResetIngress(srv.addr.Addr())
+	var retx0 uint64
+	for _, h := range w.hosts[1:] {
+		retx0 += h.e.Stats().Retransmits
+	}
+	measuring = true
+	w.runFor(Time(sc.measure))
+	st := w.net.Ingress(srv.addr.Addr())
+	if sc.bw > 0 {
+		res.util = float64(st.Bytes) / (sc.bw * sc.measure.Seconds())
+	}
+	res.drops, res.maxQueue = st.Drops, st.MaxQueue
+	for _, h := range w.hosts[1:] {
+		res.retx += h.e.Stats().Retransmits
+	}
+	res.retx -= retx0
+	res.perCall = done
+	res.jain = jain(done)
+	return res
+}
+
+// jain is Jain's fairness index: 1 when all are equal, 1/n when one has all.
+func jain(xs []int) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += float64(x)
+		sq += float64(x) * float64(x)
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// incast is the scenario of TestSimIncast: 10 Gb/s into the server with
+// a 128 KiB queue, 5 µs links with 0.5 µs of jitter (a bandwidth-delay
+// product of about eight packets), each client with 4 calls of 16 KiB
+// going: together they offer far more than the bottleneck takes.
+func incast(clients int, seed uint64, cfg Config) ccRun {
+	return ccRun{clients: clients, reqSize: 16 << 10, inflight: 4, bw: 1.25e9, queue: 128 << 10,
+		link: simnet.LinkConfig{Delay: 5 * time.Microsecond, Jitter: 500 * time.Nanosecond}, warm: 5 * time.Millisecond,
+		measure: 20 * time.Millisecond, cfg: cfg, seed: seed}
+}
+
+// TestSimIncast: clients converging on one server through a bottleneck
+// share it fairly and keep it busy, with a short queue and no loss, where
+// the same clients without congestion control fill the queue and lose
+// packets (the scenario really is congested).
+func TestSimIncast(t *testing.T) {
+	for _, n := range []int{2, 16, 50} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			off := incast(n, 1, Config{NoCongestionControl: true}).run(t)
+			t.Logf("without congestion control: %v", off)
+			if off.drops == 0 && n > 2 {
+				t.Fatalf("without congestion control nothing was dropped: the scenario is not congested")
+			}
+			for seed := uint64(1); seed <= 3; seed++ {
+				r := incast(n, seed, Config{}).run(t)
+				t.Logf("seed %d: %v", seed, r)
+				if r.failed > 0 {
+					t.Errorf("seed %d: %d calls failed", seed, r.failed)
+				}
+				if r.util < 0.9 {
+					t.Errorf("seed %d: utilisation %.3f, want >= 0.9", seed, r.util)
+				}
+				if r.jain < 0.9 {
+					t.Errorf("seed %d: Jain %.3f, want >= 0.9 (%v)", seed, r.jain, r.perCall)
+				}
+				if r.drops > 0 || r.retx > 0 {
+					t.Errorf("seed %d: %d drops at the bottleneck, %d retransmissions: the queue overflowed", seed, r.drops, r.retx)
+				}
+			}
+		})
+	}
+}
+
+// total is the number of calls the clients completed in the measured part.
+func (r ccResult) total() int {
+	n := 0
+	for _, x := range r.perCall {
+		n += x
+	}
+	return n
+}
+
+// streaming is one client keeping 8 calls of 64 KiB going on 5 µs links
+// with no bottleneck: a session limited by its credits.
+func streaming(seed uint64, link simnet.LinkConfig, cfg Config) ccRun {
+	return ccRun{clients: 1, reqSize: 64 << 10, inflight: 8, link: link,
+		warm: 2 * time.Millisecond, measure: 20 * time.Millisecond, cfg: cfg, seed: seed}
+}
+
+// TestSimCCRandomLoss: random loss is not congestion. At 1 % loss each way
+// a session keeps at least 0.7 of its lossless throughput (eRPC kept
+// 0.97 at 0.1 %), congestion control on, and does no worse than without it.
+func TestSimCCRandomLoss(t *testing.T) {
+	clean := simnet.LinkConfig{Delay: 5 * time.Microsecond, Jitter: 500 * time.Nanosecond}
+	lossy := clean
+	lossy.Loss = 0.01
+	for seed := uint64(1); seed <= 3; seed++ {
+		base := streaming(seed, clean, Config{}).run(t)
+		r := streaming(seed, lossy, Config{}).run(t)
+		off := streaming(seed, lossy, Config{NoCongestionControl: true}).run(t)
+		ratio := float64(r.total()) / float64(base.total())
+		t.Logf("seed %d: lossless %d calls, 1%% loss %d (%.2fx; %d retransmissions), without congestion control %d",
+			seed, base.total(), r.total(), ratio, r.retx, off.total())
+		if r.retx == 0 {
+			t.Fatalf("seed %d: nothing retransmitted at 1%% loss: the loss did not happen", seed)
+		}
+		if ratio < 0.7 {
+			t.Errorf("seed %d: %.2fx the lossless throughput at 1%% loss, want >= 0.7", seed, ratio)
+		}
+		if float64(r.total()) < 0.9*float64(off.total()) {
+			t.Errorf("seed %d: %d calls with congestion control, %d without: loss was taken for congestion", seed, r.total(), off.total())
+		}
+	}
+}
+
+// TestSimCCHostNoise: a client that stalls now and then (a GC pause, a
+// descheduled thread: 150 µs, fifteen RTTs, every millisecond) takes its
+// replies late and all at once: its RTT samples say 150 µs where the
+// network says 10. That is not congestion, and congestion control must not
+// throttle the session for it (eRPC issues 14 and 32: sessions stuck at
+// the floor rate): the session keeps 0.9 of what it does without
+// congestion control under the same stalls.
+func TestSimCCHostNoise(t *testing.T) {
+	link := simnet.LinkConfig{Delay: 5 * time.Microsecond, Jitter: 500 * time.Nanosecond}
+	for seed := uint64(1); seed <= 3; seed++ {
+		on, off := streaming(seed, link, Config{}), streaming(seed, link, Config{NoCongestionControl: true})
+		on.stallEvery, on.stallFor = time.Millisecond, 150*time.Microsecond
+		off.stallEvery, off.stallFor = on.stallEvery, on.stallFor
+		calm := streaming(seed, link, Config{}).run(t)
+		r, b := on.run(t), off.run(t)
+		ratio := float64(r.total()) / float64(b.total())
+		t.Logf("seed %d: with stalls %d calls with congestion control, %d without (%.2fx); %d without stalls",
+			seed, r.total(), b.total(), ratio, calm.total())
+		if b.total() > calm.total()*95/100 {
+			t.Fatalf("seed %d: the stalls cost nothing: they did not happen", seed)
+		}
+		if ratio < 0.9 {
+			t.Errorf("seed %d: congestion control kept %.2fx of the throughput under host stalls, want >= 0.9", seed, ratio)
+		}
+	}
+}
