@@ -70,8 +70,14 @@ type sloConfig struct {
 // although it cannot move a p99 measured against the SLO.
 const sloResolutionDiv = 20
 
-// sloKVSLO is the kv workload's default SLO: see BENCHMARKS.md.
-const sloKVSLO = 500 * time.Microsecond
+// sloKVSLO is the kv workload's default SLO, p99 <= 2 ms: about ten
+// times gRPC's unloaded p50 on the test VM (about 240 µs), so that both
+// systems can meet it at low load, and the tightest target whose lag bound
+// (5%, 100 µs) the generator's blocking waits meet on that VM (their
+// wake-ups jitter by tens of microseconds; a 200 µs SLO would leave a
+// 10 µs bound, which only a spinning generator could hold, and a spinning
+// generator starves gRPC's client of the netpoller). See BENCHMARKS.md.
+const sloKVSLO = 2 * time.Millisecond
 
 func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 	c := &config{scenario: "slo", transport: "udp", conc: []int{0}}
@@ -86,7 +92,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&sc.service, "service", time.Millisecond, "sleep: mean service time S")
 	fs.DurationVar(&sc.slo, "slo", 0, "p99 target (default 10 x S for sleep, "+sloKVSLO.String()+" for kv)")
 	load := fs.String("load", "0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.2,2.0", "sleep: offered loads, as fractions of workers/S")
-	qps := fs.String("qps", "", "offered rates in requests per second, comma-separated (K suffix: thousands), instead of -load; kv default 5K,10K,20K,30K,40K,50K,60K,80K")
+	qps := fs.String("qps", "", "offered rates in requests per second, comma-separated (K suffix: thousands), instead of -load; kv default 2K,5K,10K,20K,30K,40K,60K")
 	fs.IntVar(&sc.endpoints, "endpoints", 4, "client endpoints, each with its own generator goroutine")
 	fs.IntVar(&sc.sessions, "sessions", 8, "sessions per endpoint (gRPC: connections)")
 	fs.IntVar(&sc.window, "window", 32, "erpc: concurrent requests per session, both sides")
@@ -218,7 +224,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	if *qps == "" && kvw {
-		*qps = "5K,10K,20K,30K,40K,50K,60K,80K"
+		*qps = "2K,5K,10K,20K,30K,40K,60K"
 	}
 	if *qps != "" {
 		for _, f := range splitList(*qps) {
