@@ -281,10 +281,12 @@ func (c *Controller) Target(path int) time.Duration {
 // session's first data packets meet the others' at the bottleneck; a base
 // taken from them alone would count that queue as distance, the later a
 // session the more, and those sessions would keep the queue standing
-// (delay-based control's latecomer advantage).
+// (delay-based control's latecomer advantage). The sample counts for
+// Config.SeedFor: a path whose full packets cross much slower than the
+// handshake's (serialization on a slow link) then gets a base from data.
 func (c *Controller) ObserveBase(now int64, rtt time.Duration, path int) {
 	if r := int64(rtt); r >= int64(c.cfg.MinRTT) {
-		c.path(path).base.add(now, r, c.bucket)
+		c.path(path).base.seedWith(now, r, now+int64(c.cfg.SeedFor), c.bucket)
 	}
 }
 

@@ -56,6 +56,12 @@ type Config struct {
 	// BaseWindow is how long a minimum RTT sample stays the base RTT
 	// unless a lower one replaces it. Default 10 s.
 	BaseWindow time.Duration
+	// SeedFor is how long a sample given to ObserveBase (the handshake's)
+	// takes part in the base RTT: long enough for an incast to converge,
+	// short enough that a path whose full-size packets take much longer
+	// than the handshake's tiny ones to cross (a slow link: serialization,
+	// not queueing) soon has a base measured with data.
+	SeedFor time.Duration
 	// MinRTT is the smallest plausible sample; lower ones (clock or
 	// hold-time artifacts) are ignored. Default 500 ns.
 	MinRTT time.Duration
@@ -109,6 +115,7 @@ func (c Config) withDefaults() Config {
 		c.FlowScaleMin = c.FlowScaleMax / 2
 	}
 	defDur(&c.BaseWindow, 10*time.Second)
+	defDur(&c.SeedFor, 50*time.Millisecond)
 	defDur(&c.MinRTT, 500*time.Nanosecond)
 	if c.PacketSize <= 0 {
 		c.PacketSize = 1472

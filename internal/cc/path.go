@@ -72,16 +72,32 @@ func (f *minFilter) minSince(start int64, before bool) int64 {
 // minima of baseBuckets consecutive buckets: the oldest bucket is dropped
 // as time moves on, so a base RTT that no longer holds (a route change)
 // expires, while a lower sample replaces it at once.
+//
+// A seed (the handshake's RTT) takes part until its own end, however the
+// buckets go.
 type winMin struct {
-	b     [baseBuckets]int64 // minimum of each bucket; 0 when empty
-	cur   uint8              // the bucket now filling
-	begun bool
-	end   int64 // when the current bucket closes
-	min   int64 // minimum over the buckets; 0 when empty
+	b       [baseBuckets]int64 // minimum of each bucket; 0 when empty
+	cur     uint8              // the bucket now filling
+	begun   bool
+	end     int64 // when the current bucket closes
+	min     int64 // minimum over the buckets and the seed; 0 when empty
+	seed    int64 // 0: none
+	seedEnd int64
+}
+
+// seedWith makes v part of the minimum until until.
+func (w *winMin) seedWith(now, v, until, bucket int64) {
+	w.seed, w.seedEnd = v, until
+	if !w.begun {
+		w.rotate(now, bucket)
+	}
+	if w.min == 0 || v < w.min {
+		w.min = v
+	}
 }
 
 func (w *winMin) add(now, v, bucket int64) {
-	if now >= w.end || !w.begun {
+	if now >= w.end || !w.begun || (w.seed != 0 && now >= w.seedEnd) {
 		w.rotate(now, bucket)
 	}
 	if b := &w.b[w.cur]; *b == 0 || v < *b {
@@ -95,8 +111,11 @@ func (w *winMin) add(now, v, bucket int64) {
 // rotate closes the buckets that have ended by now and recomputes the
 // minimum over those left.
 func (w *winMin) rotate(now, bucket int64) {
+	if w.seed != 0 && now >= w.seedEnd {
+		w.seed = 0
+	}
 	if !w.begun || (now-w.end)/bucket+1 >= baseBuckets {
-		*w = winMin{begun: true, end: now + bucket}
+		*w = winMin{begun: true, end: now + bucket, seed: w.seed, seedEnd: w.seedEnd, min: w.seed}
 		return
 	}
 	for now >= w.end {
@@ -104,7 +123,7 @@ func (w *winMin) rotate(now, bucket int64) {
 		w.b[w.cur] = 0
 		w.end += bucket
 	}
-	w.min = 0
+	w.min = w.seed
 	for _, b := range w.b {
 		if b != 0 && (w.min == 0 || b < w.min) {
 			w.min = b

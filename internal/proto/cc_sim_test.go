@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erpc-go/erpc/internal/cc"
 	"github.com/erpc-go/erpc/internal/simnet"
 )
 
@@ -26,8 +27,12 @@ type ccRun struct {
 	// reply (a GC pause, a descheduled thread); replies wait and arrive
 	// together, in order, when the stall ends.
 	stallEvery, stallFor time.Duration
-	cfg                  Config
-	seed                 uint64
+	// Client paths: pathBW[p] bytes per second on path p's link toward
+	// the server (queue of pathQueue bytes); none: one path, no limit.
+	pathBW    []float64
+	pathQueue int
+	cfg       Config
+	seed      uint64
 }
 
 type ccResult struct {
@@ -93,7 +98,15 @@ func (sc ccRun) run(t *testing.T) ccResult {
 	for c := range sc.clients {
 		cfg := sc.cfg
 		cfg.Random = seedRandom(sc.seed + uint64(c) + 1)
+		if len(sc.pathBW) > 0 {
+			cfg.Paths = len(sc.pathBW)
+		}
 		h := w.addHost(fmt.Sprintf("client%d", c), fmt.Sprintf("10.0.1.%d:1", c+1), cfg)
+		for p, bw := range sc.pathBW {
+			l := sc.link
+			l.Bandwidth, l.QueueBytes = bw, sc.pathQueue
+			w.net.SetLink(pathAddr(h.addr, uint8(p)), srv.addr, l)
+		}
 		sid := h.e.Connect(w.now, srv.addr)
 		start := func() {
 			if _, err := h.e.StartCall(w.now, sid, 1, req, nil, Never, nil); err != nil {
@@ -165,15 +178,24 @@ func incast(clients int, seed uint64, cfg Config) ccRun {
 // the same clients without congestion control fill the queue and lose
 // packets (the scenario really is congested).
 func TestSimIncast(t *testing.T) {
-	for _, n := range []int{2, 16, 50} {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
+	for _, n := range []int{2, 16, 50, -50} {
+		name := fmt.Sprint(n)
+		long := n < 0 // measured after the handshake's base seed expired
+		if long {
+			n, name = -n, fmt.Sprintf("%d-later", -n)
+		}
+		t.Run(name, func(t *testing.T) {
 			off := incast(n, 1, Config{NoCongestionControl: true}).run(t)
 			t.Logf("without congestion control: %v", off)
 			if off.drops == 0 && n > 2 {
 				t.Fatalf("without congestion control nothing was dropped: the scenario is not congested")
 			}
 			for seed := uint64(1); seed <= 3; seed++ {
-				r := incast(n, seed, Config{}).run(t)
+				sc := incast(n, seed, Config{})
+				if long {
+					sc.warm = 80 * time.Millisecond
+				}
+				r := sc.run(t)
 				t.Logf("seed %d: %v", seed, r)
 				if r.failed > 0 {
 					t.Errorf("seed %d: %d calls failed", seed, r.failed)
@@ -260,3 +282,44 @@ func TestSimCCHostNoise(t *testing.T) {
 		}
 	}
 }
+
+// TestSimMultipath: a session over two paths, one at a fifth of the
+// other's rate, gets most of both with the path choice, where blind
+// spraying is held to about twice the slow path's rate (half its packets
+// queue there), and a session on one path gets most of that path's. The
+// warm-up outlasts the handshake's base seed: on the slow path a full
+// packet takes 59 µs to cross, the handshake's 3.
+func TestSimMultipath(t *testing.T) {
+	link := simnet.LinkConfig{Delay: 5 * time.Microsecond, Jitter: 500 * time.Nanosecond}
+	const fast = 1.25e8 // 1 Gb/s
+	run := func(seed uint64, bws []float64, cfg Config) ccResult {
+		sc := streaming(seed, link, cfg)
+		sc.reqSize, sc.warm, sc.measure = 8<<10, 60*time.Millisecond, 50*time.Millisecond
+		sc.pathBW, sc.pathQueue = bws, 64<<10
+		return sc.run(t)
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		choice := run(seed, []float64{fast, fast / 5}, Config{})
+		spray := run(seed, []float64{fast, fast / 5}, Config{CC: ccRoundRobin()})
+		fastOnly := run(seed, []float64{fast}, Config{})
+		slowOnly := run(seed, []float64{fast / 5}, Config{})
+		t.Logf("seed %d: calls: path choice %d, blind spray %d, fast path alone %d, slow path alone %d",
+			seed, choice.total(), spray.total(), fastOnly.total(), slowOnly.total())
+		if c, f := float64(choice.total()), float64(fastOnly.total()); c < 1.0*f {
+			t.Errorf("seed %d: path choice %.0f calls, less than the fast path alone (%.0f)", seed, c, f)
+		}
+		if c, s := float64(choice.total()), float64(spray.total()); c < 2.5*s {
+			t.Errorf("seed %d: path choice %.0f calls, not 2.5x blind spraying (%.0f)", seed, c, s)
+		}
+		// Each path's capacity in calls over the measured part.
+		capacity := func(bw float64) float64 { return bw * 0.05 / (8 << 10) }
+		if s := float64(slowOnly.total()); s < 0.8*capacity(fast/5) {
+			t.Errorf("seed %d: the slow path alone carried %.0f calls, less than 0.8 of its %.0f", seed, s, capacity(fast/5))
+		}
+		if c := float64(choice.total()); c < 0.8*capacity(1.2*fast) {
+			t.Errorf("seed %d: path choice %.0f calls, less than 0.8 of both paths' %.0f", seed, c, capacity(1.2*fast))
+		}
+	}
+}
+
+func ccRoundRobin() cc.Config { return cc.Config{RoundRobin: true} }

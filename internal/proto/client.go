@@ -86,8 +86,10 @@ type clientSide struct {
 	flight     inflightList
 	rtt        rttEstimator
 	txSeq      uint32
-	largest    uint32 // largest acknowledged seq
-	acked      bool   // largest is valid
+	// Per path, the largest sequence number answered: a packet is taken
+	// for lost when later packets on its own path were answered (packets
+	// on a faster path overtake it without saying anything of it).
+	largest []seqMark
 	// lastAck is when a reply last answered an in-flight packet (0: never).
 	// Retransmission timers run from it as well as from each packet's
 	// send time, as TCP restarts its timer on every ACK: packets queued
@@ -106,6 +108,19 @@ type clientSide struct {
 	pingSeq    uint32
 	pingSentAt Time
 	pingTries  uint8
+}
+
+// seqMark is the largest sequence number answered on a path, if any.
+type seqMark struct {
+	seq uint32
+	ok  bool
+}
+
+// overtaken reports whether packets sent after seq on path were answered
+// and at least thresh sequence numbers later.
+func (cs *clientSide) overtaken(seq uint32, path uint8, thresh uint32) bool {
+	m := cs.largest[path]
+	return m.ok && seqBefore(seq, m.seq) && m.seq-seq >= thresh
 }
 
 func (cs *clientSide) busy() bool { return cs.pending > 0 || cs.cancelsN > 0 || cs.pingOut }

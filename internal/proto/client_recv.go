@@ -79,8 +79,8 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 	cs.lastAck = now
 	// Only a reply to this very transmission says later-sent packets were
 	// overtaken; a record dropped because another copy was answered does not.
-	if !cs.acked || seqBefore(cs.largest, r.seq) {
-		cs.largest, cs.acked = r.seq, true
+	if m := &cs.largest[r.path]; !m.ok || seqBefore(m.seq, r.seq) {
+		*m = seqMark{r.seq, true}
 	}
 	if h.HoldMicros != wire.HoldSaturated {
 		rtt := now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond
@@ -239,6 +239,7 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	e.byRemote[s.remoteKey()] = s
 	cs.credits = s.negotiate(&e.cfg, &c)
 	cs.paths = e.cfg.Paths
+	cs.largest = make([]seqMark, cs.paths)
 	cs.avail = cs.credits
 	ccfg := e.cfg.CC
 	ccfg.MaxWindow = float64(cs.credits)

@@ -190,13 +190,10 @@ func (e *Engine) choosePath(now Time, s *session, lost int) uint8 {
 // shallower than the threshold (several paths, SRD) is not taken for loss.
 func (e *Engine) detectLoss(now Time, s *session) {
 	cs := s.c
-	if !cs.acked {
-		return
-	}
 	thresh := uint32(e.cfg.ReorderThreshold)
 	for j := 0; j < cs.flight.len(); {
 		r := &cs.flight.recs[j]
-		if seqBefore(r.seq, cs.largest) && cs.largest-r.seq >= thresh {
+		if cs.overtaken(r.seq, r.path, thresh) {
 			e.retransmit(now, s, j)
 			continue // the record moved to the end
 		}
@@ -219,7 +216,7 @@ func (e *Engine) clientDeadline(s *session) Time {
 	loss := cs.rtt.lossDelay(cfg)
 	for _, r := range cs.flight.recs {
 		d = minTime(d, maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, r.retx, cfg.MaxRTO)))
-		if cs.acked && seqBefore(r.seq, cs.largest) {
+		if cs.overtaken(r.seq, r.path, 1) {
 			d = minTime(d, r.sentAt.Add(loss))
 		}
 	}
@@ -270,7 +267,7 @@ func (e *Engine) clientTimer(now Time, s *session) {
 	for j := 0; j < cs.flight.len(); {
 		r := &cs.flight.recs[j]
 		timedOut := now >= maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, r.retx, cfg.MaxRTO))
-		overtaken := cs.acked && seqBefore(r.seq, cs.largest) && now >= r.sentAt.Add(loss)
+		overtaken := cs.overtaken(r.seq, r.path, 1) && now >= r.sentAt.Add(loss)
 		if timedOut || overtaken {
 			e.retransmit(now, s, j)
 			continue
