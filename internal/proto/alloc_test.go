@@ -44,7 +44,9 @@ func newPair(tb testing.TB, reqSize int) *pair {
 
 // pass delivers everything from has queued to to.
 func (p *pair) pass(from *Engine, fromAddr netip.AddrPort, to *Engine) {
-	for _, pk := range from.Outgoing(p.now) {
+	pkts := from.Outgoing(p.now)
+	p.now += 5000 // 5 µs each way: RTT samples as on a real network
+	for _, pk := range pkts {
 		p.buf = pk.AppendTo(p.buf[:0])
 		p.packets++
 		p.bytes += len(p.buf)

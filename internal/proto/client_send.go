@@ -24,10 +24,33 @@ func (e *Engine) pump(now Time, s *session) {
 	}
 	cs.pacedUntil = Never
 	n := len(cs.slots)
-	for k := 0; k < n && e.maySend(now, cs); k++ {
-		e.sendSlot(now, s, (cs.rr+k)%n)
+	for k := 0; k < n && cs.avail > 0; k++ {
+		i := cs.rr + k
+		if i >= n {
+			i -= n
+		}
+		if cs.slots[i].hasNew() {
+			if !e.maySend(now, cs) {
+				break
+			}
+			e.sendSlot(now, s, i)
+		}
 	}
-	cs.rr = (cs.rr + 1) % n
+	if cs.rr++; cs.rr == n {
+		cs.rr = 0
+	}
+}
+
+// hasNew reports whether the slot has a packet never sent: a request
+// packet, or a request for a response packet.
+func (sl *clientSlot) hasNew() bool {
+	if sl.state != cslotActive {
+		return false
+	}
+	if sl.respSize < 0 {
+		return sl.reqNext < sl.reqPkts
+	}
+	return sl.rfrNext < sl.respPkts
 }
 
 // maySend reports whether a new packet may leave now: a credit is free
