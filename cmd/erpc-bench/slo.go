@@ -55,6 +55,7 @@ type sloConfig struct {
 	zipfS     float64
 	procs     []int
 	sloQueue  bool
+	retries   int
 	seed      uint64
 	spin      time.Duration // the erpc server's erpc.WithSpin, or spinDefault
 	cliSpin   time.Duration // the erpc client endpoints'
@@ -106,6 +107,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Float64Var(&sc.zipfS, "zipf-s", 1.01, "kv: zipf exponent (> 1)")
 	procs := fs.String("server-procs", "", "server GOMAXPROCS (and CPUs 0..n-1 when pinned), comma-separated; default 1 (sleep), 1,2 (kv)")
 	fs.BoolVar(&sc.sloQueue, "nack", true, "erpc: bound the queue by the SLO (erpc.WithSLO), refusing the excess; false: a deep queue")
+	fs.IntVar(&sc.retries, "retries", 0, "measure an invalid point again, up to this many times")
 	fs.Uint64Var(&sc.seed, "seed", 1, "generator seed (each point derives its own from it)")
 	// The server's spin: by default erpc's own for kv, none for the sleep
 	// workload. There the loop has a request every few hundred
@@ -259,7 +261,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		sc.procs = append(sc.procs, v)
 	}
-	if c.dur <= 0 || c.warmup < 0 || sc.drain <= 0 {
+	if c.dur <= 0 || c.warmup < 0 || sc.drain <= 0 || sc.retries < 0 {
 		return nil, fmt.Errorf("-d and -drain must be positive, -warmup not negative")
 	}
 	c.systems = append(append([]string{}, sc.policies...), sc.peers...)
@@ -480,7 +482,24 @@ func (sc *sloConfig) newDraw(cs sloCase) func(rng *rand.Rand) func(c *sloCall) {
 }
 
 // measureSLO runs one point on one contestant.
+// measureSLO runs one point on one contestant, again while it comes out
+// invalid, up to -retries more times (a point is invalid when the machine
+// held up the generator or the server's emulation: measuring it again is
+// what a benchmark on a shared machine can do about it). The row says how
+// many attempts it took; the last one is reported.
 func (b *bench) measureSLO(k *sloContestant, cs sloCase, procs int, cores string, rate float64, seed uint64) jsonRecord {
+	sc := b.cfg.slo
+	for attempt := 1; ; attempt++ {
+		j := b.measureSLOOnce(k, cs, procs, cores, rate, seed)
+		if j.Extra["valid"] == true || attempt > sc.retries {
+			j.Extra["attempts"] = attempt
+			b.out.done++
+			return j
+		}
+	}
+}
+
+func (b *bench) measureSLOOnce(k *sloContestant, cs sloCase, procs int, cores string, rate float64, seed uint64) jsonRecord {
 	sc := b.cfg.slo
 	b.out.sloProgress(fmt.Sprintf("%s %s %.0f/s", k.name, cs.dist, rate))
 	defer watchdog(fmt.Sprintf("slo %s %s %.0f/s", k.name, cs.dist, rate), b.cfg.warmup+b.cfg.dur+sc.drain+60*time.Second)()
@@ -494,7 +513,6 @@ func (b *bench) measureSLO(k *sloContestant, cs sloCase, procs int, cores string
 	// A short pause, so that what the point left behind (a server still
 	// working off a queue) is not the next point's.
 	time.Sleep(50 * time.Millisecond)
-	b.out.done++
 	return sloRecord(sc, k, cs, procs, cores, &st, heapPeak, rss)
 }
 
@@ -847,6 +865,9 @@ func (t *sloTable) notes() {
 			if strings.Contains(r, "few") {
 				why = append(why, "few")
 			}
+			if strings.Contains(r, "overshoot") {
+				why = append(why, "svc")
+			}
 			inv = append(inv, t.pointName(j)+" "+strings.Join(why, "+"))
 		}
 		if len(inv) > 0 {
@@ -862,8 +883,8 @@ func (t *sloTable) notes() {
 	if !seen {
 		return
 	}
-	fmt.Fprintf(o.w, "#   (invalid: lag = the generator's lag p99 over %s, 5%% of the SLO; iat = send times not a Poisson stream at a resolution of %s, Anderson-Darling and share of short gaps, 1%%)\n",
-		humanUs(float64(t.sc.slo)/1e3*0.05), humanUs(float64(t.sc.slo/sloResolutionDiv)/1e3))
+	fmt.Fprintf(o.w, "#   (invalid: lag = the generator's lag p99 over %s, 5%% of the SLO; iat = send times not a Poisson stream at a resolution of %s, Anderson-Darling and share of short gaps, 1%%; svc = the server's waits overran the drawn service times by more than %s at p99)\n",
+		humanUs(float64(t.sc.slo)/1e3*0.05), humanUs(float64(t.sc.slo/sloResolutionDiv)/1e3), humanUs(float64(t.sc.slo)/1e3*0.05))
 }
 
 func (t *sloTable) pointName(j jsonRecord) string {

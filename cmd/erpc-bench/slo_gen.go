@@ -509,12 +509,22 @@ func maxUnderSLO(pts []sloPoint, slo float64) (sloPoint, bool) {
 	return best, found
 }
 
-// sloValid says whether a point's generator kept up: its lag p99 within
-// 5% of the SLO and its inter-arrival times exponential.
+// sloValid says whether a point measured what it meant to: the
+// generator's lag p99 within 5% of the SLO, its inter-arrival times
+// exponential, and the server's emulated service times overrun by no more
+// than 5% of the SLO at p99.
 func sloValid(s *sloStats, slo time.Duration) (bool, string) {
 	var why []string
 	if lag := s.lag.quantile(0.99); lag > 0.05*float64(slo) {
 		why = append(why, fmt.Sprintf("lag p99 %s > 5%% of the SLO", humanUs(lag/1e3)))
+	}
+	// The server's side of the same check (sleep workload): its waits
+	// must be the service times drawn, or the point measured another
+	// distribution (a server process the kernel held up, say).
+	if s.over.n > 0 {
+		if over := s.over.quantile(0.99); over > 0.05*float64(slo) {
+			why = append(why, fmt.Sprintf("service overshoot p99 %s > 5%% of the SLO", humanUs(over/1e3)))
+		}
 	}
 	switch c := s.iat; {
 	case c.n == 0:

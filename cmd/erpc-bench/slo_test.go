@@ -292,7 +292,7 @@ func TestSleeper(t *testing.T) {
 // contract's fields and the scenario's.
 func TestSLOSmoke(t *testing.T) {
 	skipShort(t)
-	recs := runJSON(t, "slo", "-load", "0.2,0.5", "-policy", "jbsq,hash", "-vs", "grpc", "-workers", "2",
+	recs := runJSON(t, "slo", "-load", "0.2,0.5", "-policy", "jbsq,hash", "-vs", "grpc", "-workers", "2", "-retries", "1",
 		"-endpoints", "2", "-sessions", "2", "-drain", "2s")
 	checkSLORows(t, recs, []string{"jbsq", "hash", "grpc"}, 2)
 	for _, r := range recs {
@@ -319,7 +319,7 @@ func TestSLOSmokeKV(t *testing.T) {
 func checkSLORows(t *testing.T, recs []map[string]any, policies []string, points int) {
 	t.Helper()
 	pointFields := []string{"policy", "dist", "workers", "offered_qps", "qps", "p99_us", "nack_frac", "valid",
-		"p50_us", "p999_us", "lag_p99_us", "iat_ad"}
+		"p50_us", "p999_us", "lag_p99_us", "iat_ad", "attempts"}
 	sumFields := []string{"policy", "dist", "workers", "max_qps_under_slo"}
 	n := map[string]int{}
 	sums := map[string]int{}
