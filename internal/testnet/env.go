@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +22,7 @@ var toolPackage = map[string]string{"ip": "iproute2", "tc": "iproute2", "nft": "
 
 // need skips the test unless it runs as root, with the capabilities to
 // create namespaces, and with the given tools installed.
-func need(tb testing.TB, tools ...string) {
+func need(tb TB, tools ...string) {
 	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Skip("testnet: needs root to create network namespaces")
@@ -112,7 +111,7 @@ func batch(tool, ns string, lines []string) error {
 
 // addNamespaces creates the namespaces and registers their deletion first,
 // so that a setup that fails half-way is still torn down.
-func addNamespaces(tb testing.TB, names ...string) {
+func addNamespaces(tb TB, names ...string) {
 	tb.Helper()
 	tb.Cleanup(func() {
 		if err := deleteNamespaces(names...); err != nil {
@@ -240,7 +239,7 @@ var quietOptional = []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.de
 // busy machine a sender that stalls for more than the bottleneck's queue
 // (64 KiB at 100 Mbit/s is 5 ms) leaves the link idle and the measured rate
 // low. Threads started later inherit the priority.
-func Boost(tb testing.TB) {
+func Boost(tb TB) {
 	tb.Helper()
 	set := func(prio int) error {
 		ents, err := os.ReadDir("/proc/self/task")

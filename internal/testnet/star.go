@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -55,7 +54,7 @@ const starLossTable = "erpcstar"
 // NewStar builds the star, or skips the test if this machine cannot (not
 // root, ip or tc missing; nft missing when Loss is set). It is torn down
 // when the test ends, failed or not.
-func NewStar(tb testing.TB, cfg StarConfig) *Star {
+func NewStar(tb TB, cfg StarConfig) *Star {
 	tb.Helper()
 	if cfg.Loss > 0 {
 		need(tb, "ip", "tc", "nft")
@@ -125,7 +124,7 @@ func (s *Star) Bottleneck() Qdisc { return Qdisc{s.Switch, s.ServerPort} }
 
 // SetBottleneck replaces the shaping toward the server (zero Rate removes
 // it). The counters start again from zero.
-func (s *Star) SetBottleneck(tb testing.TB, sh Shape) {
+func (s *Star) SetBottleneck(tb TB, sh Shape) {
 	tb.Helper()
 	if err := sh.apply(s.Switch, s.ServerPort); err != nil {
 		tb.Fatal(err)
@@ -133,7 +132,7 @@ func (s *Star) SetBottleneck(tb testing.TB, sh Shape) {
 }
 
 // Stats reads the bottleneck's counters (tc -s -j qdisc show).
-func (s *Star) Stats(tb testing.TB) QdiscStats {
+func (s *Star) Stats(tb TB) QdiscStats {
 	tb.Helper()
 	st, err := s.Bottleneck().Stats()
 	if err != nil {
@@ -145,7 +144,7 @@ func (s *Star) Stats(tb testing.TB) QdiscStats {
 // SampleBacklog reads the bottleneck every interval for d and returns the
 // samples; it blocks, so run it beside the traffic (or use
 // Bottleneck().StartSampler).
-func (s *Star) SampleBacklog(tb testing.TB, every, d time.Duration) []BacklogSample {
+func (s *Star) SampleBacklog(tb TB, every, d time.Duration) []BacklogSample {
 	tb.Helper()
 	sm, err := s.Bottleneck().StartSampler(every)
 	if err != nil {
@@ -162,7 +161,7 @@ func (s *Star) SampleBacklog(tb testing.TB, every, d time.Duration) []BacklogSam
 // SetLoss makes the bridge drop this fraction of the UDP datagrams it
 // forwards toward the server, at random, and count them (0 removes the
 // rule). The count starts again from zero.
-func (s *Star) SetLoss(tb testing.TB, fraction float64) {
+func (s *Star) SetLoss(tb TB, fraction float64) {
 	tb.Helper()
 	need(tb, "nft")
 	// "table" then "delete table" in one transaction: remove the old rule
@@ -183,7 +182,7 @@ func (s *Star) SetLoss(tb testing.TB, fraction float64) {
 }
 
 // LossDropped is how many datagrams the loss rule has dropped.
-func (s *Star) LossDropped(tb testing.TB) uint64 {
+func (s *Star) LossDropped(tb TB) uint64 {
 	tb.Helper()
 	out, err := runCmd("", "ip", "netns", "exec", s.Switch, "nft", "list", "table", "bridge", starLossTable)
 	if err != nil {

@@ -19,6 +19,9 @@
 // do not stall its senders (a stalled sender empties the bottleneck's queue
 // and the measured rate drops).
 //
+// The builders take a TB: a test's *testing.T or *testing.B, or a
+// program's own (erpc-bench builds these networks outside of tests).
+//
 // Sockets belong to the namespace of the thread that opens them, so In runs
 // a function with its thread switched into a host's namespace: an endpoint
 // opened there sends and receives over the veth, whatever thread its event
@@ -35,10 +38,24 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 
 	"golang.org/x/sys/unix"
 )
+
+// TB is what the builders need from their caller: *testing.T and
+// *testing.B satisfy it, and a program that is not a test (erpc-bench)
+// brings its own, whose Cleanup runs when the program is done with the
+// network, whose Skip and Fatal end the run with the message.
+type TB interface {
+	Helper()
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Skip(args ...any)
+	Skipf(format string, args ...any)
+	Cleanup(func())
+}
 
 // Pair is two namespaces, A and B, joined by a veth link.
 type Pair struct {
@@ -49,7 +66,7 @@ type Pair struct {
 var seq atomic.Int32
 
 // NewPair creates the pair, or skips the test if it cannot.
-func NewPair(t testing.TB) *Pair {
+func NewPair(t TB) *Pair {
 	t.Helper()
 	need(t, "ip", "nft")
 	n := seq.Add(1)
@@ -86,23 +103,29 @@ func NewPair(t testing.TB) *Pair {
 	return p
 }
 
-func run(t testing.TB, args ...string) {
+func run(t TB, args ...string) {
 	if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
 		t.Logf("testnet: %s: %v: %s", strings.Join(args, " "), err, out)
 	}
 }
 
 // Loss makes namespace ns drop the given fraction of the UDP datagrams it
-// receives, at random (nftables numgen), and counts the drops.
-func (p *Pair) Loss(t testing.TB, ns string, fraction float64) {
+// receives, at random (nftables numgen), and counts the drops. It replaces
+// the rule of an earlier Loss in ns (and its count); 0 removes it.
+func (p *Pair) Loss(t TB, ns string, fraction float64) {
 	t.Helper()
-	perMillion := int(fraction * 1e6)
-	rules := fmt.Sprintf(`table inet erpcloss {
+	// "table" then "delete table" in one transaction: remove the old rule
+	// whether or not there was one.
+	rules := "table inet erpcloss\ndelete table inet erpcloss\n"
+	if fraction > 0 {
+		rules += fmt.Sprintf(`table inet erpcloss {
 	chain input {
 		type filter hook input priority 0; policy accept;
 		meta l4proto udp numgen random mod 1000000 < %d counter drop
 	}
-}`, perMillion)
+}
+`, int(fraction*1e6))
+	}
 	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -112,9 +135,13 @@ func (p *Pair) Loss(t testing.TB, ns string, fraction float64) {
 
 var countRE = regexp.MustCompile(`counter packets (\d+)`)
 
-// Dropped is how many datagrams the loss rule of ns has dropped.
-func (p *Pair) Dropped(t testing.TB, ns string) int {
+// Dropped is how many datagrams the loss rule of ns has dropped (0 when
+// there is none).
+func (p *Pair) Dropped(t TB, ns string) int {
 	out, err := exec.Command("ip", "netns", "exec", ns, "nft", "list", "table", "inet", "erpcloss").CombinedOutput()
+	if err != nil && strings.Contains(string(out), "No such file") {
+		return 0
+	}
 	if err != nil {
 		t.Fatalf("testnet: nft list: %v: %s", err, out)
 	}

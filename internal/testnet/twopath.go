@@ -12,7 +12,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -76,7 +75,7 @@ type TwoPath struct {
 // NewTwoPath builds the two paths, or skips the test if this machine
 // cannot (not root, ip or tc missing). It is torn down when the test ends,
 // failed or not.
-func NewTwoPath(tb testing.TB, cfg TwoPathConfig) *TwoPath {
+func NewTwoPath(tb TB, cfg TwoPathConfig) *TwoPath {
 	tb.Helper()
 	need(tb, "ip", "tc")
 	if cfg.Seed == 0 {
@@ -151,7 +150,7 @@ func (p *TwoPath) PathQdisc(path int) Qdisc { return Qdisc{p.A, p.DevA[path]} }
 
 // ShapePath shapes the path from A toward B (A's egress device on it); a
 // zero Rate removes the shaping.
-func (p *TwoPath) ShapePath(tb testing.TB, path int, sh Shape) {
+func (p *TwoPath) ShapePath(tb TB, path int, sh Shape) {
 	tb.Helper()
 	if err := sh.apply(p.A, p.DevA[path]); err != nil {
 		tb.Fatal(err)
@@ -164,7 +163,7 @@ type LinkCounters struct{ TxPackets, TxBytes uint64 }
 // Counters reads the transmit counters of A's device on each path, from
 // /sys/class/net/<dev>/statistics as seen in A. Packets the shaper dropped
 // are not counted; ARP is.
-func (p *TwoPath) Counters(tb testing.TB) [2]LinkCounters {
+func (p *TwoPath) Counters(tb TB) [2]LinkCounters {
 	tb.Helper()
 	var files []string
 	for _, d := range p.DevA {
@@ -243,7 +242,7 @@ const SpreadPortsFrom = 20000
 // SpreadPorts finds k source ports whose flows to Service:dstPort alternate
 // between the paths: ports[i] takes path i%2 (so for k = 2, one port per
 // path). It uses PathOf; ports are from SpreadPortsFrom up.
-func (p *TwoPath) SpreadPorts(tb testing.TB, k int, dstPort uint16) []uint16 {
+func (p *TwoPath) SpreadPorts(tb TB, k int, dstPort uint16) []uint16 {
 	tb.Helper()
 	var byPath [2][]uint16
 	want := [2]int{(k + 1) / 2, k / 2}
@@ -276,7 +275,7 @@ func (p *TwoPath) SpreadPorts(tb testing.TB, k int, dstPort uint16) []uint16 {
 // unspecified address) to Service:dstPort: it sends a burst and reads which
 // device's counter moved. Nothing else may be sending from A meanwhile.
 // It opens a sink on Service:dstPort in B if that port is free.
-func (p *TwoPath) ProbePath(tb testing.TB, srcPort, dstPort uint16) int {
+func (p *TwoPath) ProbePath(tb TB, srcPort, dstPort uint16) int {
 	tb.Helper()
 	const n = 64
 	var sink, c *net.UDPConn
