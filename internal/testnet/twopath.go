@@ -197,9 +197,20 @@ func (p *TwoPath) PathOf(srcPort, dstPort uint16) (int, error) {
 
 // PathsOf is PathOf for many source ports, with one ip process.
 func (p *TwoPath) PathsOf(dstPort uint16, srcPorts ...uint16) ([]int, error) {
+	return p.pathsOf("udp", dstPort, srcPorts)
+}
+
+// TCPPathsOf is PathsOf for TCP connections from A's srcPorts (sockets
+// bound to the unspecified address) to Service:dstPort: the hash covers the
+// protocol too, so a port's TCP and UDP flows may take different paths.
+func (p *TwoPath) TCPPathsOf(dstPort uint16, srcPorts ...uint16) ([]int, error) {
+	return p.pathsOf("tcp", dstPort, srcPorts)
+}
+
+func (p *TwoPath) pathsOf(proto string, dstPort uint16, srcPorts []uint16) ([]int, error) {
 	lines := make([]string, len(srcPorts))
 	for i, sp := range srcPorts {
-		lines[i] = fmt.Sprintf("route get %s ipproto udp sport %d dport %d", p.Service, sp, dstPort)
+		lines[i] = fmt.Sprintf("route get %s ipproto %s sport %d dport %d", p.Service, proto, sp, dstPort)
 	}
 	out, err := runCmd(strings.Join(lines, "\n")+"\n", "ip", "-n", p.A, "-j", "-batch", "-")
 	if err != nil {

@@ -4,7 +4,9 @@ package testnet
 
 import (
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -200,4 +202,59 @@ func TestTwoPathShaped(t *testing.T) {
 	if d := c1[0].TxPackets - c0[0].TxPackets; d < fin[ports[0]].pkts || d > fin[ports[0]].pkts+10 {
 		t.Errorf("path 0 sent %d packets, sink got %d of flow 0", d, fin[ports[0]].pkts)
 	}
+}
+
+// TestTwoPathTCP checks TCPPathsOf against the link counters: a connection
+// from each of a handful of source ports sends 64 KiB, and the path that
+// carried it is the one predicted.
+func TestTwoPathTCP(t *testing.T) {
+	p := NewTwoPath(t, TwoPathConfig{})
+	var lis net.Listener
+	if err := In(p.B, func() (err error) {
+		lis, err = net.Listen("tcp4", netip.AddrPortFrom(p.Service, dport).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	ports := []uint16{41001, 41002, 41003, 41004, 41005, 41006}
+	pred, err := p.TCPPathsOf(dport, ports...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, port := range ports {
+		before := p.Counters(t)
+		var c net.Conn
+		if err := In(p.A, func() (err error) {
+			d := net.Dialer{LocalAddr: &net.TCPAddr{Port: int(port)}}
+			c, err = d.Dial("tcp4", netip.AddrPortFrom(p.Service, dport).String())
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write(make([]byte, 64<<10)); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		time.Sleep(20 * time.Millisecond)
+		after := p.Counters(t)
+		d0, d1 := after[0].TxBytes-before[0].TxBytes, after[1].TxBytes-before[1].TxBytes
+		got := 0
+		if d1 > d0 {
+			got = 1
+		}
+		if max(d0, d1) < 64<<10 || min(d0, d1) > 16<<10 || got != pred[i] {
+			t.Errorf("port %d: TCPPathsOf says path %d; bytes out of path 0 %d, path 1 %d", port, pred[i], d0, d1)
+		}
+	}
+	t.Logf("port->path over TCP: %v -> %v", ports, pred)
 }
