@@ -16,8 +16,8 @@ var (
 )
 
 // TestPairLoss: Loss drops about its fraction of the datagrams a namespace
-// receives; a second Loss replaces the first (the rates do not add up), and
-// Loss 0 removes the rule.
+// receives; a second Loss replaces the first (the rates do not add up), as
+// does LossOf (for UDP and TCP), and Loss 0 removes the rule.
 func TestPairLoss(t *testing.T) {
 	const payload, pps = 200, 20000
 	p := NewPair(t)
@@ -39,8 +39,12 @@ func TestPairLoss(t *testing.T) {
 		}
 		return n, float64(uint64(n)-(got.pkts-before.pkts)) / float64(n)
 	}
-	for _, loss := range []float64{0.2, 0.05} {
-		p.Loss(t, p.B, loss)
+	for i, loss := range []float64{0.2, 0.05, 0.1} {
+		if i < 2 {
+			p.Loss(t, p.B, loss)
+		} else {
+			p.LossOf(t, p.B, loss, "udp", "tcp")
+		}
 		n, missing := send()
 		dropped := p.Dropped(t, p.B)
 		t.Logf("loss %v: sent %d, nft dropped %d, %.2f %% missing at the sink", loss, n, dropped, 100*missing)

@@ -114,6 +114,14 @@ func run(t TB, args ...string) {
 // the rule of an earlier Loss in ns (and its count); 0 removes it.
 func (p *Pair) Loss(t TB, ns string, fraction float64) {
 	t.Helper()
+	p.LossOf(t, ns, fraction, "udp")
+}
+
+// LossOf is Loss for the packets of the given protocols (nftables l4proto
+// names: "udp", "tcp"), for comparing a UDP protocol with TCP under the
+// same loss.
+func (p *Pair) LossOf(t TB, ns string, fraction float64, protos ...string) {
+	t.Helper()
 	// "table" then "delete table" in one transaction: remove the old rule
 	// whether or not there was one.
 	rules := "table inet erpcloss\ndelete table inet erpcloss\n"
@@ -121,10 +129,10 @@ func (p *Pair) Loss(t TB, ns string, fraction float64) {
 		rules += fmt.Sprintf(`table inet erpcloss {
 	chain input {
 		type filter hook input priority 0; policy accept;
-		meta l4proto udp numgen random mod 1000000 < %d counter drop
+		meta l4proto { %s } numgen random mod 1000000 < %d counter drop
 	}
 }
-`, int(fraction*1e6))
+`, strings.Join(protos, ", "), int(fraction*1e6))
 	}
 	cmd := exec.Command("ip", "netns", "exec", ns, "nft", "-f", "-")
 	cmd.Stdin = strings.NewReader(rules)
