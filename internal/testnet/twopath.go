@@ -27,10 +27,15 @@ const DefaultSeed = 12345
 // cannot clash over it.
 var DefaultService = netip.AddrFrom4([4]byte{10, 99, 0, 1})
 
+// DefaultClient is A's host address unless told otherwise: like Service,
+// a /32 on the loopback, reached from B over both paths.
+var DefaultClient = netip.AddrFrom4([4]byte{10, 98, 0, 1})
+
 // TwoPathConfig describes a TwoPath.
 type TwoPathConfig struct {
 	Seed    uint32     // fib_multipath_hash_seed in A; 0 means DefaultSeed
 	Service netip.Addr // B's service address; zero means DefaultService
+	Client  netip.Addr // A's host address; zero means DefaultClient
 }
 
 // TwoPath is a multipath testbed: a client namespace A and a server
@@ -45,7 +50,11 @@ type TwoPathConfig struct {
 // the kernel prefers the nexthop whose device owns the source address (on
 // 6.18 a socket bound to AddrA[i] always left by path i, whatever its port).
 // Replies from B go back over the link whose address the client used as its
-// source, so over the same path.
+// source, so over the same path. A client with several sockets (a
+// multipath client: one source port per path) binds them to Client
+// instead, so that its server sees one host on every path, and asks
+// ClientPathsOf; replies to Client take one of the links, the same for
+// all (B hashes on the addresses only), unshaped.
 //
 // Which to trust: PathOf asks A's kernel ("ip route get <Service> ipproto
 // udp sport X dport Y"), which hashes exactly as it will for the socket's
@@ -59,6 +68,15 @@ type TwoPathConfig struct {
 type TwoPath struct {
 	A, B    string     // namespaces: client, server
 	Service netip.Addr // on B's loopback; routed over both paths
+
+	// Client is A's host address, on its loopback, routed from B over both
+	// paths. A socket bound to it sends with the same source address
+	// whichever path its port hashes onto, as a host behind an ECMP
+	// fabric does (a socket bound to the unspecified address takes the
+	// address of its path's link, so a multipath client's ports would
+	// show the server two hosts). ClientPathsOf tells such a socket's
+	// path: the source address enters the hash.
+	Client netip.Addr
 
 	// Path i joins DevA[i] (address AddrA[i]) in A to DevB[i] (AddrB[i])
 	// in B, each pair on its own /24.
@@ -84,12 +102,15 @@ func NewTwoPath(tb TB, cfg TwoPathConfig) *TwoPath {
 	if !cfg.Service.IsValid() {
 		cfg.Service = DefaultService
 	}
-	if !cfg.Service.Is4() {
-		tb.Fatalf("testnet: TwoPath service address %v: want IPv4", cfg.Service)
+	if !cfg.Client.IsValid() {
+		cfg.Client = DefaultClient
+	}
+	if !cfg.Service.Is4() || !cfg.Client.Is4() {
+		tb.Fatalf("testnet: TwoPath service address %v, client address %v: want IPv4", cfg.Service, cfg.Client)
 	}
 	id := newID()
 	p := &TwoPath{
-		A: id + "a", B: id + "b", Service: cfg.Service,
+		A: id + "a", B: id + "b", Service: cfg.Service, Client: cfg.Client,
 		DevA: [2]string{"p0", "p1"}, DevB: [2]string{"p0", "p1"}, Seed: cfg.Seed,
 	}
 	for i := range 2 {
@@ -128,7 +149,7 @@ func NewTwoPath(tb TB, cfg TwoPathConfig) *TwoPath {
 			fmt.Sprintf("addr add %s/24 dev %s", p.AddrA[i], p.DevA[i]),
 			fmt.Sprintf("link set %s up", p.DevA[i]))
 	}
-	la = append(la, "link set lo up", fmt.Sprintf(
+	la = append(la, "link set lo up", fmt.Sprintf("addr add %s/32 dev lo", p.Client), fmt.Sprintf(
 		"route add %s/32 nexthop via %s dev %s weight 1 nexthop via %s dev %s weight 1",
 		p.Service, p.AddrB[0], p.DevA[0], p.AddrB[1], p.DevA[1]))
 	// B's side first, so A's links have carrier when the route goes in.
@@ -139,6 +160,13 @@ func NewTwoPath(tb TB, cfg TwoPathConfig) *TwoPath {
 		tb.Fatalf("testnet: %v", err)
 	}
 	if err := batch("ip", p.A, la[2:]); err != nil {
+		tb.Fatalf("testnet: %v", err)
+	}
+	// B reaches A's host address over both links (hashed on the addresses
+	// only: B keeps the default policy, so all replies to it take one).
+	err = batch("ip", p.B, []string{fmt.Sprintf("route add %s/32 nexthop via %s dev %s weight 1 nexthop via %s dev %s weight 1",
+		p.Client, p.AddrA[0], p.DevB[0], p.AddrA[1], p.DevB[1])})
+	if err != nil {
 		tb.Fatalf("testnet: %v", err)
 	}
 	return p
@@ -197,20 +225,32 @@ func (p *TwoPath) PathOf(srcPort, dstPort uint16) (int, error) {
 
 // PathsOf is PathOf for many source ports, with one ip process.
 func (p *TwoPath) PathsOf(dstPort uint16, srcPorts ...uint16) ([]int, error) {
-	return p.pathsOf("udp", dstPort, srcPorts)
+	return p.pathsOf("udp", netip.Addr{}, dstPort, srcPorts)
+}
+
+// ClientPathsOf is PathsOf for sockets bound to Client: "ip route get
+// <Service> from <Client> ipproto udp sport <srcPort> dport <dstPort>".
+func (p *TwoPath) ClientPathsOf(dstPort uint16, srcPorts ...uint16) ([]int, error) {
+	return p.pathsOf("udp", p.Client, dstPort, srcPorts)
 }
 
 // TCPPathsOf is PathsOf for TCP connections from A's srcPorts (sockets
 // bound to the unspecified address) to Service:dstPort: the hash covers the
 // protocol too, so a port's TCP and UDP flows may take different paths.
 func (p *TwoPath) TCPPathsOf(dstPort uint16, srcPorts ...uint16) ([]int, error) {
-	return p.pathsOf("tcp", dstPort, srcPorts)
+	return p.pathsOf("tcp", netip.Addr{}, dstPort, srcPorts)
 }
 
-func (p *TwoPath) pathsOf(proto string, dstPort uint16, srcPorts []uint16) ([]int, error) {
+// pathsOf asks A's kernel for the route of each flow; from is the
+// socket's bound address, or the zero Addr for the unspecified one.
+func (p *TwoPath) pathsOf(proto string, from netip.Addr, dstPort uint16, srcPorts []uint16) ([]int, error) {
+	src := ""
+	if from.IsValid() {
+		src = " from " + from.String()
+	}
 	lines := make([]string, len(srcPorts))
 	for i, sp := range srcPorts {
-		lines[i] = fmt.Sprintf("route get %s ipproto %s sport %d dport %d", p.Service, proto, sp, dstPort)
+		lines[i] = fmt.Sprintf("route get %s%s ipproto %s sport %d dport %d", p.Service, src, proto, sp, dstPort)
 	}
 	out, err := runCmd(strings.Join(lines, "\n")+"\n", "ip", "-n", p.A, "-j", "-batch", "-")
 	if err != nil {

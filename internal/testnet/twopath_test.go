@@ -258,3 +258,70 @@ func TestTwoPathTCP(t *testing.T) {
 	}
 	t.Logf("port->path over TCP: %v -> %v", ports, pred)
 }
+
+// TestTwoPathClient checks ClientPathsOf against the link counters for
+// sockets bound to the Client address, and that B's answers reach them.
+func TestTwoPathClient(t *testing.T) {
+	p := NewTwoPath(t, TwoPathConfig{})
+	var echo *net.UDPConn
+	if err := In(p.B, func() (err error) {
+		echo, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.Service, dport)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := echo.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			echo.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
+	ports := []uint16{42001, 42002, 42003, 42004, 42005, 42006}
+	pred, err := p.ClientPathsOf(dport, ports...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := [2]bool{}
+	for i, port := range ports {
+		var c *net.UDPConn
+		if err := In(p.A, func() (err error) {
+			c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.Client, port)))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		before := p.Counters(t)
+		const n = 50
+		got := 0
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		buf := make([]byte, 64)
+		for range n {
+			if _, err := c.WriteToUDPAddrPort([]byte("client"), netip.AddrPortFrom(p.Service, dport)); err != nil {
+				t.Fatal(err)
+			}
+			if _, from, err := c.ReadFromUDPAddrPort(buf); err == nil && from.Addr() == p.Service {
+				got++
+			}
+		}
+		c.Close()
+		after := p.Counters(t)
+		d0, d1 := after[0].TxPackets-before[0].TxPackets, after[1].TxPackets-before[1].TxPackets
+		path := 0
+		if d1 > d0 {
+			path = 1
+		}
+		seen[path] = true
+		if max(d0, d1) < n || min(d0, d1) > n/5 || path != pred[i] || got != n {
+			t.Errorf("port %d: ClientPathsOf says path %d; packets out of path 0 %d, path 1 %d; %d of %d answered", port, pred[i], d0, d1, got, n)
+		}
+	}
+	if !seen[0] || !seen[1] {
+		t.Logf("all %d ports hashed onto one path: %v", len(ports), pred)
+	}
+	t.Logf("from %v, port->path: %v -> %v", p.Client, ports, pred)
+}
