@@ -103,6 +103,10 @@ func (b *bench) runScenario() error {
 		return b.runRaft()
 	case "slo":
 		return b.runSLO()
+	case "incast":
+		return b.runIncast()
+	case "multipath":
+		return b.runMultipath()
 	}
 	return errNotBuilt(b.cfg.scenario)
 }
@@ -201,6 +205,9 @@ func transportOf(system, erpcTransport string) string {
 // runLoss measures erpc under each loss rate, with loss injected on both
 // endpoints, and relates throughput to the lossless run of the same point.
 func (b *bench) runLoss() error {
+	if b.cfg.testbed {
+		return b.runLossTestbed()
+	}
 	losses := []float64{0}
 	for _, l := range b.cfg.loss {
 		if l != 0 {

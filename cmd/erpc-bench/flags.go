@@ -31,6 +31,8 @@ type config struct {
 	rawWindow int
 	progress  bool
 	slo       *sloConfig // the slo scenario's flags
+	net       *netConfig // incast and multipath flags (net_flags.go)
+	testbed   bool       // loss: over nftables loss on a namespace testbed (net_loss.go)
 }
 
 // allSystems lists every system erpc-bench knows, in display order.
@@ -51,13 +53,16 @@ var scenarioDefaults = map[string]defaults{
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft")
+		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft incast multipath")
 	}
 	if args[0] == "raft" {
 		return parseRaftFlags(args[1:], stderr)
 	}
 	if args[0] == "slo" {
 		return parseSLOFlags(args[1:], stderr)
+	}
+	if args[0] == "incast" || args[0] == "multipath" {
+		return parseNetFlags(args[0], args[1:], stderr)
 	}
 	c := &config{scenario: args[0]}
 	d, ok := scenarioDefaults[c.scenario]
@@ -83,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.window, "window", 0, "erpc: concurrent requests per session (0: library default)")
 	fs.IntVar(&c.rawDgram, "raw-dgram", 0, "raw-udp: datagram size in bytes (0: the size erpc's UDP transport uses on loopback)")
 	fs.IntVar(&c.rawWindow, "raw-window", 0, "raw-udp: request bytes in flight, unacknowledged (0: 4 MiB)")
+	fs.BoolVar(&c.testbed, "testbed", false, "loss: client and server in two network namespaces joined by a veth, nftables dropping -loss of the UDP datagrams each receives (needs root), gRPC over TCP beside erpc")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
 	}
@@ -155,7 +161,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		// The reference for bytes moved: a plain copy in one process.
 		c.systems = append(c.systems, "memcpy")
 	}
-	if c.scenario == "sessions" || c.scenario == "loss" {
+	switch {
+	case c.scenario == "loss" && c.testbed:
+		// The network drops packets: erpc beside gRPC over TCP.
+		c.systems = testbedLossSystems(c.systems)
+	case c.scenario == "sessions" || c.scenario == "loss":
 		// Only erpc has sessions to multiplex and loss injection to recover
 		// from; the others would measure nothing comparable.
 		c.systems = onlyErpc(c.systems)
@@ -229,5 +239,5 @@ func parseSize(f string) (int, error) {
 
 // errNotBuilt is the error of a scenario that does not exist yet.
 func errNotBuilt(s string) error {
-	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss slo raft)", s)
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss slo raft incast multipath)", s)
 }

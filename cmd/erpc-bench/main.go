@@ -18,6 +18,9 @@
 //	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
 //	go run ./cmd/erpc-bench slo -dist bimodal1 -policy jbsq,hash -vs grpc -workers 4 -plot slo.svg
 //	go run ./cmd/erpc-bench slo -workload kv -mix 0,50,95 -server-procs 1,2 -vs grpc
+//	sudo go run ./cmd/erpc-bench incast -senders 16,50 -plot docs/incast.svg
+//	sudo go run ./cmd/erpc-bench multipath -fast 250M -slow 50M
+//	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
 //
 // -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
 // (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
@@ -27,6 +30,13 @@
 // The slo scenario (slo.go) offers open-loop Poisson load to a server with
 // a fixed number of workers and reports the highest throughput whose p99
 // stays within an SLO, per dispatch policy and beside gRPC.
+//
+// The testbed scenarios (net_*.go) build network namespaces with
+// internal/testnet and need root with iproute2 and nftables: incast (N
+// senders at once through a shaped bridge port; utilisation, fairness,
+// flow completion times), multipath (one session over two ECMP paths, one
+// a fifth of the other) and loss -testbed (random loss by nftables on a
+// veth). Without root they exit with a message saying so.
 //
 // Run "erpc-bench <scenario> -h" for the flags.
 package main

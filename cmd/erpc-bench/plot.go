@@ -78,6 +78,9 @@ func plotSVG(scenario string, recs []jsonRecord) []byte {
 	if scenario == "slo" {
 		return sloPlotSVG(recs)
 	}
+	if scenario == "incast" {
+		return incastPlotSVG(recs)
+	}
 	lat := plotSeries(recs, func(r jsonRecord) float64 { return r.P50 },
 		func(a, b jsonRecord) bool { return a.Concurrency < b.Concurrency })
 	thr := plotSeries(recs, func(r jsonRecord) float64 { return r.Gbps },

@@ -33,13 +33,15 @@ type srvConfig struct {
 	busy      bool
 	loss      float64
 	window    int
-	cpu       int // -1: do not pin
+	cpu       int    // -1: do not pin
+	listen    string // address to listen on, for systems that take one (netsink)
+	netns     string // run the server process in this network namespace (ip netns exec); not passed on
 }
 
 func (c srvConfig) args() []string {
 	return []string{"serve", "-system", c.system, "-transport", c.transport,
 		"-busy=" + strconv.FormatBool(c.busy), "-loss", strconv.FormatFloat(c.loss, 'g', -1, 64),
-		"-window", strconv.Itoa(c.window), "-cpu", strconv.Itoa(c.cpu)}
+		"-window", strconv.Itoa(c.window), "-cpu", strconv.Itoa(c.cpu), "-listen", c.listen}
 }
 
 // serverImpl is one system's server.
@@ -76,6 +78,9 @@ func startServer(cfg srvConfig) (*server, error) {
 		return nil, err
 	}
 	cmd := exec.Command(exe, cfg.args()...)
+	if cfg.netns != "" {
+		cmd = exec.Command("ip", append([]string{"netns", "exec", cfg.netns, exe}, cfg.args()...)...)
+	}
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = os.Stderr
 	setDeathSignal(cmd)
@@ -198,6 +203,7 @@ func serveMain(args []string) error {
 	fs.Float64Var(&cfg.loss, "loss", 0, "erpc packet loss")
 	fs.IntVar(&cfg.window, "window", 0, "erpc window")
 	fs.IntVar(&cfg.cpu, "cpu", -1, "CPU to pin to")
+	fs.StringVar(&cfg.listen, "listen", "", "address to listen on (netsink)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -243,6 +249,8 @@ func newServerImpl(cfg srvConfig) (serverImpl, error) {
 		return newRaftServer(cfg)
 	case "slo":
 		return newSLOServer(cfg)
+	case "netsink":
+		return newNetSink(cfg)
 	}
 	return nil, fmt.Errorf("unknown system %q", cfg.system)
 }
