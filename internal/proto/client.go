@@ -57,6 +57,7 @@ type clientSlot struct {
 	retx         int    // packets of the call sent again
 	firstSent    Time   // when a packet of reqNum first left
 	txRound      uint64 // Engine.round of the last request packet queued
+	order        uint64 // when the slot last gained packets to send (FIFO)
 	unexecuted   bool   // a reset proved reqNum never reached a live session
 }
 
@@ -96,7 +97,7 @@ type clientSide struct {
 	// behind others at a busy receiver (2 MiB of 64 KiB datagrams takes
 	// about a millisecond to copy) are late, not lost, while replies flow.
 	lastAck Time
-	rr      int // slot to serve first, rotated for fairness
+	orders  uint64 // stamps slots' order: the last clientSlot.order given
 
 	waitStart Time // start of the current stretch with something outstanding
 	lastSent  Time

@@ -149,6 +149,8 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 		sl.respGotN = 0
 		sl.status = h.Code
 		sl.call.resp = sized(sl.call.resp, sl.respSize)
+		cs.orders++
+		sl.order = cs.orders // its requests for response packets queue now
 	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status {
 		e.stats.DropMalformed++
 		return

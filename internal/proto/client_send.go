@@ -8,8 +8,10 @@ import (
 )
 
 // pump moves backlogged calls into free slots and sends what credits and
-// congestion control allow. Slots are served round robin from a rotating
-// start so no request starves.
+// congestion control allow. New packets leave in the order their slots got
+// them (a call's start, a response's first packet), as eRPC's stall queue
+// does: when the window holds calls back, they still reach the server in
+// the order they were made, which pipelined users such as raft rely on.
 func (e *Engine) pump(now Time, s *session) {
 	if !s.up {
 		return
@@ -23,22 +25,28 @@ func (e *Engine) pump(now Time, s *session) {
 		e.startSlot(s, i, cs.backlog.pop())
 	}
 	cs.pacedUntil = Never
-	n := len(cs.slots)
-	for k := 0; k < n && cs.avail > 0; k++ {
-		i := cs.rr + k
-		if i >= n {
-			i -= n
+	for cs.avail > 0 {
+		i := oldestWithNew(cs.slots)
+		if i < 0 || !e.maySend(now, cs) {
+			return
 		}
+		e.sendSlot(now, s, i)
 		if cs.slots[i].hasNew() {
-			if !e.maySend(now, cs) {
-				break
-			}
-			e.sendSlot(now, s, i)
+			return // held back by credits, the window or the pacer
 		}
 	}
-	if cs.rr++; cs.rr == n {
-		cs.rr = 0
+}
+
+// oldestWithNew returns the slot with packets never sent that got them
+// first, or -1.
+func oldestWithNew(slots []clientSlot) int {
+	best := -1
+	for i := range slots {
+		if slots[i].hasNew() && (best < 0 || slots[i].order < slots[best].order) {
+			best = i
+		}
 	}
+	return best
 }
 
 // hasNew reports whether the slot has a packet never sent: a request
@@ -107,6 +115,8 @@ func (e *Engine) startSlot(s *session, i int, c call) {
 	sl.respGotN = 0
 	sl.rfrNext = 1
 	sl.lastProgress = Never
+	s.c.orders++
+	sl.order = s.c.orders
 }
 
 // sendSlot sends slot i's next new packets while credits last.

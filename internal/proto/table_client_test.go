@@ -403,3 +403,58 @@ func TestClientTable_SlowStart(t *testing.T) {
 		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP},
 		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
 }
+
+// Calls held back by the window leave in the order they were made: a
+// pipelined user (raft's AppendEntries) sees its server take them in order.
+func TestClientTable_WindowKeepsCallOrder(t *testing.T) {
+	tc := newTClient(t, Config{})
+	var sent []out // requests out, in order; call k's request is k bytes
+	var unanswered []out
+	collect := func() {
+		for _, o := range tc.flush() {
+			if o.Type == wire.TypeReq {
+				sent = append(sent, o)
+				unanswered = append(unanswered, o)
+			}
+		}
+	}
+	const calls = 40
+	next := 1
+	start := func() {
+		if _, err := tc.e.StartCall(tc.now, tc.sid, tReqType, make([]byte, next), nil, Never, nil); err != nil {
+			t.Fatal(err)
+		}
+		next++
+	}
+	for next <= 6 {
+		start()
+	}
+	collect()
+	if len(sent) >= 6 {
+		t.Fatalf("slow start sent all %d calls at once: nothing held back", len(sent))
+	}
+	for len(sent) < calls {
+		if len(unanswered) == 0 {
+			tc.now = tc.now.Add(5 * time.Microsecond)
+			tc.e.Tick(tc.now)
+			collect()
+			continue
+		}
+		o := unanswered[0]
+		unanswered = unanswered[1:]
+		tc.now = tc.now.Add(20 * time.Microsecond)
+		tc.e.Receive(tc.now, serverAddr, tc.srv(wire.TypeResp, 0, 0, o.ReqNum, 0, o.Seq, 0, nil))
+		if next <= calls {
+			start() // takes the slot just freed, a low one
+		}
+		collect()
+	}
+	for i, o := range sent {
+		if o.MsgSize != uint32(i+1) {
+			t.Fatalf("request %d out was call %d's: %v", i+1, o.MsgSize, sent)
+		}
+	}
+	if st := tc.e.Stats(); st.PendingCalls > 8 {
+		t.Fatalf("%d calls still pending", st.PendingCalls)
+	}
+}

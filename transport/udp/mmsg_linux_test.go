@@ -61,3 +61,49 @@ func TestSendReceiveAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per batch of %d datagrams, want 0", allocs, len(msgs))
 	}
 }
+
+// TestWaitAllocs: a Wait that ends by its deadline or by Wake allocates
+// nothing; on a busy machine the loop parks and is woken on every call.
+func TestWaitAllocs(t *testing.T) {
+	a, _ := listenPair(t)
+	ended := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		start := time.Now()
+		if err := a.Wait(start.Add(50 * time.Microsecond)); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) >= 50*time.Microsecond {
+			ended++
+		}
+	})
+	if allocs != 0 || ended == 0 {
+		t.Fatalf("by the deadline: %v allocations per Wait (%d of 200 reached it), want 0", allocs, ended)
+	}
+	parked, stop := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-parked:
+				time.Sleep(100 * time.Microsecond) // let it park
+				a.Wake()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	woken := 0
+	allocs = testing.AllocsPerRun(200, func() {
+		parked <- struct{}{}
+		start := time.Now()
+		if err := a.Wait(start.Add(time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(start) < time.Second {
+			woken++
+		}
+	})
+	if allocs != 0 || woken < 200 {
+		t.Fatalf("by Wake: %v allocations per Wait (%d of 201 woken), want 0", allocs, woken)
+	}
+}

@@ -17,11 +17,10 @@ type pathConn struct {
 	port int
 }
 
-// pathSet is how a transport with several paths waits: every socket,
-// the main one included, is in an epoll set of its own (level-triggered),
-// and the loop parks in the Go netpoller on that set's descriptor, which
-// is readable while any socket is. One park, whatever the number of paths;
-// nothing of it exists for a transport with one path.
+// pathSet is how a transport waits: every socket, the main one included,
+// is in an epoll set of its own (level-triggered), and the loop parks in
+// the Go netpoller on that set's descriptor, which is readable while any
+// socket is. One park, whatever the number of paths.
 type pathSet struct {
 	ep  *os.File
 	rc  syscall.RawConn
@@ -33,11 +32,6 @@ func (t *Transport) addPath(c *net.UDPConn) error {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return err
-	}
-	if t.set == nil {
-		if t.set, err = newPathSet(t.rc); err != nil {
-			return err
-		}
 	}
 	if err := t.set.add(rc); err != nil {
 		return err

@@ -24,9 +24,13 @@ import (
 // GRO, so a multi-packet message crosses the kernel as a few large buffers
 // instead of one small one per packet.
 //
-// Waiting uses the Go netpoller: Wait parks in RawConn.Read until the socket
-// is readable; Wake interrupts it by moving the read deadline into the past
-// after raising a flag that Wait checks, so a wake-up is never lost.
+// Waiting uses the Go netpoller: the sockets (one per path) are in an epoll
+// set of their own, and Wait parks on the set's descriptor, wrapped in an
+// os.File, until a socket is readable; Wake interrupts it by moving the read
+// deadline into the past after raising a flag that Wait checks, so a wake-up
+// is never lost. The os.File matters: a net.Conn's RawConn wraps the
+// deadline's error in a fresh *net.OpError, an allocation every time the
+// loop is woken or its timer fires, which is every call on a busy machine.
 type Transport struct {
 	packetSize int // Options.PacketSize, resolved
 	conn       *net.UDPConn
@@ -55,7 +59,6 @@ type Transport struct {
 	txDone   int
 	txGSOErr bool
 	txFull   bool // the last sendBatch stopped at EAGAIN
-	peek     [1]byte
 	recvFn   func(fd uintptr)
 	sendFn   func(fd uintptr)
 	writeFn  func(fd uintptr) bool
@@ -91,8 +94,9 @@ func (t *Transport) init() error {
 	t.recvFn = t.recvBatch
 	t.sendFn = t.sendBatch
 	t.writeFn = func(fd uintptr) bool { t.sendBatch(fd); return !t.txFull }
-	t.readyFn = t.readable
-	return nil
+	t.readyFn = t.ready
+	t.set, err = newPathSet(rc)
+	return err
 }
 
 // setBuffers asks for size-byte socket buffers, past the sysctl limits when
@@ -382,59 +386,32 @@ func (t *Transport) Wait(deadline time.Time) error {
 	if t.woken.Swap(false) {
 		return nil
 	}
-	if t.set != nil {
-		return t.waitPaths(deadline)
-	}
-	if err := t.conn.SetReadDeadline(deadline); err != nil {
+	if err := t.set.ep.SetReadDeadline(deadline); err != nil {
 		return transport.ErrClosed
 	}
-	err := t.rc.Read(t.readyFn)
+	err := t.set.rc.Read(t.readyFn)
 	switch {
 	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
 		return nil
-	case errors.Is(err, net.ErrClosed):
-		return transport.ErrClosed
+	case t.closed.Load(), errors.Is(err, os.ErrClosed), errors.Is(err, net.ErrClosed):
+		return transport.ErrClosed // the set's file says "use of closed file"
 	}
 	return err
-}
-
-// readable reports whether Wait should return: woken, or a datagram (or an
-// error) is waiting on the socket.
-func (t *Transport) readable(fd uintptr) bool {
-	if t.woken.Swap(false) {
-		return true
-	}
-	_, _, errno := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&t.peek[0])), 1,
-		unix.MSG_PEEK|unix.MSG_DONTWAIT, 0, 0)
-	return errno != unix.EAGAIN
 }
 
 // aLongTimeAgo is a read deadline that has always passed.
 var aLongTimeAgo = time.Unix(1, 0)
 
-// waitPaths is Wait for a transport with several paths.
-func (t *Transport) waitPaths(deadline time.Time) error {
-	if err := t.set.ep.SetReadDeadline(deadline); err != nil {
-		return transport.ErrClosed
-	}
-	err := t.set.rc.Read(func(epfd uintptr) bool { return t.woken.Swap(false) || t.set.ready(epfd) })
-	switch {
-	case err == nil, errors.Is(err, os.ErrDeadlineExceeded):
-		return nil
-	case errors.Is(err, os.ErrClosed), errors.Is(err, net.ErrClosed):
-		return transport.ErrClosed
-	}
-	return err
+// ready reports whether Wait should return: woken, or a socket of the set
+// has a datagram (or an error) waiting.
+func (t *Transport) ready(epfd uintptr) bool {
+	return t.woken.Swap(false) || t.set.ready(epfd)
 }
 
 // Wake ends a current or next Wait.
 func (t *Transport) Wake() {
 	t.woken.Store(true)
-	if t.set != nil {
-		_ = t.set.ep.SetReadDeadline(aLongTimeAgo)
-		return
-	}
-	_ = t.conn.SetReadDeadline(aLongTimeAgo)
+	_ = t.set.ep.SetReadDeadline(aLongTimeAgo)
 }
 
 // Close closes the sockets; a Wait in progress returns ErrClosed. Closing
