@@ -44,6 +44,7 @@ type request struct {
 	md      Metadata        // the caller's metadata; nil if it sent none
 	stats   context.Context // what the StatsHandler's CallBegin returned, if any
 	start   time.Time       // when it arrived, for the StatsHandler
+	queued  time.Time       // when WithSLO's admission let it in, for its feedback
 	badMeta bool            // its metadata block was malformed: the handler does not run
 
 	ctx      atomic.Pointer[reqCtx] // made on first Context call

@@ -45,15 +45,21 @@ func WithDispatch(d Dispatch) Option {
 
 // WithSLO bounds a fixed worker pool's queue by a latency target instead
 // of by count: a background request is admitted only if the requests
-// queued ahead of it leave it time to finish within target, judged by the
-// mean service time; otherwise it is refused at once (ResourceExhausted, a
-// NACK) and the client can go elsewhere, instead of waiting to be late
-// (NEBULA). With meanService 0 the pool measures its handlers' mean itself
-// (admitting everything until it has a first measure). It implies a fixed
-// pool: WithWorkers, or as many workers as GOMAXPROCS.
+// queued ahead of it leave it time to finish within target; otherwise it
+// is refused at once (ResourceExhausted, a NACK) and the client can go
+// elsewhere, instead of waiting to be late (NEBULA). With meanService 0
+// the pool measures its handlers' mean itself (admitting everything until
+// it has a first measure). It implies a fixed pool: WithWorkers, or as
+// many workers as GOMAXPROCS.
 //
 // With w workers, mean service time S and target T, the queue holds at
-// most w(T-S)/S requests (per worker queue with DispatchHash: (T-S)/S).
+// most w(T-S)/S requests (per worker queue with DispatchHash: (T-S)/S):
+// the depth at which the mean request would just finish in time. The
+// target is for the tail, though, and service times vary, so the pool
+// also watches what it admitted: each request whose time from admission
+// to answer passed the target lowers the bound by a sixteenth, each one in
+// time raises it by a sixteenth of a ninety-ninth, up to w(T-S)/S; the
+// bound settles where about one admitted request in a hundred is late.
 // Inline handlers have no queue of their own and are not bounded by it.
 func WithSLO(target, meanService time.Duration) Option {
 	return func(o *options) { o.slo, o.sloMean, o.fixedPool = target, meanService, true }
@@ -67,7 +73,21 @@ type admission struct {
 	workers int // sharing the queue: 1 with DispatchHash
 	fixed   bool
 	meanNs  atomic.Int64 // the mean service time, given or measured
+	// scale is the fraction of the mean's bound in force, in millionths,
+	// lowered by late answers and raised by timely ones (see WithSLO).
+	// Workers update it concurrently; a lost update is one sample lost.
+	scale atomic.Int64
 }
+
+// The feedback's steps, in millionths of the scale: a late answer takes a
+// sixteenth off, a timely one adds a ninety-ninth of that, so that the
+// scale holds still when one admitted request in a hundred is late (p99).
+const (
+	scaleOne  = 1_000_000
+	scaleDown = 16             // scale -= scale/scaleDown when late
+	scaleUp   = scaleDown * 99 // scale += scale/scaleUp when in time
+	scaleMin  = scaleOne / 1000
+)
 
 func (a *admission) init(target, mean time.Duration, workers int, perWorker bool) {
 	a.target, a.workers, a.fixed = target, workers, mean > 0
@@ -75,34 +95,47 @@ func (a *admission) init(target, mean time.Duration, workers int, perWorker bool
 		a.workers = 1
 	}
 	a.meanNs.Store(int64(mean))
+	a.scale.Store(scaleOne)
 }
 
 // maxQueued is the number of waiting requests behind which a new one can
 // still meet the target: it waits for about queued/workers services, then
-// takes one itself.
+// takes one itself; scaled down by late answers, but never below one while
+// the mean allows any queueing (a request may always wait for the next
+// free worker).
 func (a *admission) maxQueued() int {
 	mean := a.meanNs.Load()
 	if a.target <= 0 || mean <= 0 {
 		return math.MaxInt
 	}
-	return int(int64(a.workers) * (int64(a.target) - mean) / mean)
+	bound := int64(a.workers) * (int64(a.target) - mean) / mean
+	if bound <= 0 {
+		return 0
+	}
+	return int(max(1, bound*a.scale.Load()/scaleOne))
 }
 
 func (a *admission) ok(queued int) bool { return queued < a.maxQueued() }
 
-// measuring reports whether the pool must time its handlers.
-func (a *admission) measuring() bool { return a.target > 0 && !a.fixed }
-
-// observe folds a handler's duration into the mean (an exponentially
-// weighted average over about 32 requests). Workers call it concurrently;
-// a lost update only delays the average by one sample.
-func (a *admission) observe(d time.Duration) {
-	old := a.meanNs.Load()
-	if old == 0 {
-		a.meanNs.Store(int64(d))
+// observe takes a handler's run time and its request's time since
+// admission. The run folds into the mean (if measured: an exponentially
+// weighted average over about 32 requests); the total, against the
+// target, moves the scale.
+func (a *admission) observe(run, sojourn time.Duration) {
+	if s := a.scale.Load(); sojourn > a.target {
+		a.scale.Store(max(scaleMin, s-s/scaleDown))
+	} else {
+		a.scale.Store(min(scaleOne, s+max(1, s/scaleUp)))
+	}
+	if a.fixed {
 		return
 	}
-	a.meanNs.Store(old + (int64(d)-old)/32)
+	old := a.meanNs.Load()
+	if old == 0 {
+		a.meanNs.Store(int64(run))
+		return
+	}
+	a.meanNs.Store(old + (int64(run)-old)/32)
 }
 
 // sloQueueCap is the capacity of a queue bounded by WithSLO (unless

@@ -34,24 +34,73 @@ func TestAdmissionBound(t *testing.T) {
 func TestAdmissionMeasuresMean(t *testing.T) {
 	var a admission
 	a.init(10*time.Millisecond, 0, 2, false)
-	if !a.measuring() || !a.ok(1000) {
+	if a.fixed || !a.ok(1000) {
 		t.Fatal("with no measure yet it must measure and admit")
 	}
 	for range 500 {
-		a.observe(2 * time.Millisecond)
+		a.observe(2*time.Millisecond, 2*time.Millisecond)
 	}
 	if got := a.maxQueued(); got != 8 { // 2 x (10-2)/2
 		t.Fatalf("maxQueued after 2 ms handlers: %d, want 8", got)
 	}
 	for range 500 {
-		a.observe(5 * time.Millisecond)
+		a.observe(5*time.Millisecond, 5*time.Millisecond)
 	}
 	if got := a.maxQueued(); got != 2 { // 2 x (10-5)/5
 		t.Fatalf("maxQueued after 5 ms handlers: %d, want 2", got)
 	}
 	var given admission
 	given.init(10*time.Millisecond, time.Millisecond, 1, false)
-	if given.measuring() {
+	if !given.fixed {
 		t.Fatal("a given mean needs no measuring")
+	}
+}
+
+// TestAdmissionFeedback: answers later than the target shrink the bound
+// the mean gives; answers in time let it grow back, never past it, and
+// the bound settles where about one answer in a hundred is late.
+func TestAdmissionFeedback(t *testing.T) {
+	var a admission
+	a.init(10*time.Millisecond, time.Millisecond, 4, false)
+	const ms = time.Millisecond
+	for range 20 {
+		a.observe(ms, 12*ms) // late
+	}
+	if got := a.maxQueued(); got >= 36/2 || got < 1 {
+		t.Fatalf("after 20 late answers maxQueued = %d, want below half of 36 and at least 1", got)
+	}
+	for range 100_000 {
+		a.observe(ms, 5*ms)
+	}
+	if got := a.maxQueued(); got != 36 {
+		t.Fatalf("after timely answers maxQueued = %d, want back at the mean's bound 36", got)
+	}
+	for range 10_000 {
+		a.observe(ms, 20*ms)
+	}
+	if got := a.maxQueued(); got != 1 {
+		t.Fatalf("with every answer late maxQueued = %d, want the floor 1 (wait for the next free worker)", got)
+	}
+	// A simulated queue whose answers are late in proportion to its
+	// depth beyond 20: the bound settles where 1% are late.
+	rng := uint64(1)
+	late := 0
+	const n = 200_000
+	for i := range n {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		depth := a.maxQueued()
+		p := float64(max(0, depth-20)) / 16 // 16 deep past 20: all late
+		isLate := float64(rng>>11)/float64(1<<53) < p
+		if i >= n/2 && isLate {
+			late++
+		}
+		sojourn := 5 * ms
+		if isLate {
+			sojourn = 11 * ms
+		}
+		a.observe(ms, sojourn)
+	}
+	if frac := float64(late) / (n / 2); frac < 0.005 || frac > 0.02 {
+		t.Fatalf("late fraction at equilibrium %.4f, want about 0.01 (bound %d)", frac, a.maxQueued())
 	}
 }

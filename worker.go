@@ -92,6 +92,9 @@ func (p *workerPool) enqueue(q Request) bool {
 	if !p.admit.ok(len(ch)) {
 		return false
 	}
+	if p.admit.target > 0 {
+		q.r.queued = time.Now()
+	}
 	p.busy.Add(1)
 	select {
 	case ch <- q:
@@ -117,10 +120,11 @@ func (p *workerPool) spawn(q Request) bool {
 // labels (a CPU profile then splits the workers' time by method).
 func (p *workerPool) run(q Request) {
 	pprof.SetGoroutineLabels(q.r.handler.labels)
-	if p.admit.measuring() {
+	if p.admit.target > 0 {
 		start := time.Now()
 		p.ep.runHandler(q)
-		p.admit.observe(time.Since(start))
+		end := time.Now()
+		p.admit.observe(end.Sub(start), end.Sub(q.r.queued))
 	} else {
 		p.ep.runHandler(q)
 	}
