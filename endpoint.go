@@ -154,6 +154,9 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	// The wire format carries at most 64 KiB of data per packet.
 	cfg.MaxPacketSize = min(cfg.MaxPacketSize, tr.MaxDatagram(), wire.HeaderLen+0xFFFF)
 	cfg.NotServing = handlers == nil
+	if cfg.Uncongested == nil {
+		cfg.Uncongested = uncongested(tr)
+	}
 	cfg.Paths = 1
 	if p, ok := tr.(transport.Pather); ok {
 		cfg.Paths = p.Paths()

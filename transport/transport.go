@@ -125,3 +125,10 @@ var ErrClosed = net.ErrClosed
 
 // ErrTooLarge is returned by Send for a datagram over MaxDatagram.
 var ErrTooLarge = errors.New("transport: datagram larger than MaxDatagram")
+
+// SameHoster is an optional interface of a transport whose peers are all on
+// this host (shared memory): no network lies between them, so sessions
+// over it need no congestion control (their credits bound the receiver).
+type SameHoster interface {
+	SameHost() bool
+}

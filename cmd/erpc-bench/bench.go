@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/erpc-go/erpc"
 	"time"
 )
 
@@ -59,8 +60,11 @@ func (b *bench) start(system string, loss float64) (*peer, error) {
 	}
 	// erpc-udp is erpc over UDP beside erpc over another -transport.
 	srvSys, tr := system, cfg.transport
-	if system == "erpc-udp" {
+	switch system {
+	case "erpc-udp":
 		srvSys, tr = "erpc", "udp"
+	case "erpc-nocc": // congestion control is the client's: the server is erpc's
+		srvSys = "erpc"
 	}
 	srv, err := startServer(srvConfig{system: srvSys, transport: tr, busy: cfg.busy,
 		loss: loss, window: cfg.window, cpu: b.srvCPU})
@@ -69,8 +73,12 @@ func (b *bench) start(system string, loss float64) (*peer, error) {
 	}
 	p := &peer{system: system, srv: srv}
 	switch system {
-	case "erpc", "erpc-call", "erpc-udp":
-		p.cli, err = newErpcClient(srv.addr, tr, cfg, loss, system != "erpc-call")
+	case "erpc", "erpc-call", "erpc-udp", "erpc-nocc":
+		opts := erpcOptions(cfg.busy, cfg.window)
+		if system == "erpc-nocc" {
+			opts = append(opts, erpc.WithoutCongestionControl())
+		}
+		p.cli, err = newErpcClient(srv.addr, tr, opts, loss, system != "erpc-call")
 	case "raw-udp":
 		p.cli, err = newRawUDPClient(srv.addr, cfg)
 	case "raw-shm":
@@ -190,7 +198,7 @@ func (b *bench) err() error {
 // transportOf names what a system runs over.
 func transportOf(system, erpcTransport string) string {
 	switch system {
-	case "erpc", "erpc-call":
+	case "erpc", "erpc-call", "erpc-nocc":
 		return erpcTransport
 	case "memcpy":
 		return "mem"

@@ -36,7 +36,7 @@ type config struct {
 }
 
 // allSystems lists every system erpc-bench knows, in display order.
-var allSystems = []string{"erpc", "erpc-call", "erpc-udp", "raw-udp", "raw-shm", "grpc", "netrpc", "drpc"}
+var allSystems = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "raw-shm", "grpc", "netrpc", "drpc"}
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
 // reduced grid for -quick.

@@ -23,7 +23,7 @@ func TestErpcLoss(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.close()
-			cli, err := newErpcClient(srv.addr(), tr, &config{}, loss, false)
+			cli, err := newErpcClient(srv.addr(), tr, erpcOptions(false, 0), loss, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -142,9 +142,9 @@ type erpcClient struct {
 	async    bool
 }
 
-func newErpcClient(srvAddr, transport string, cfg *config, loss float64, async bool) (*erpcClient, error) {
+func newErpcClient(srvAddr, transport string, opts []erpc.Option, loss float64, async bool) (*erpcClient, error) {
 	laddr := erpcClientAddr(transport)
-	ep, err := erpcListen(nil, laddr, loss, erpcOptions(cfg.busy, cfg.window))
+	ep, err := erpcListen(nil, laddr, loss, opts)
 	if err != nil {
 		return nil, fmt.Errorf("erpc.Listen(%q): %w", laddr, err)
 	}

@@ -82,6 +82,7 @@ type clientSide struct {
 	// Congestion control: the window, the pacer and the path choice.
 	// pacedUntil is when the pacer lets the next new packet go, if it has
 	// held one back (Never otherwise): the session's timer comes back then.
+	noCC       bool // credits alone: NoCongestionControl, or an Uncongested peer
 	cc         cc.Controller
 	pacedUntil Time
 	flight     inflightList
@@ -214,6 +215,7 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 		connectStart: now,
 		lastSent:     now,
 		pacedUntil:   Never,
+		noCC:         e.cfg.NoCongestionControl || e.cfg.Uncongested != nil && e.cfg.Uncongested(addr),
 	}
 	e.newSession(s)
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)

@@ -85,7 +85,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 	if h.HoldMicros != wire.HoldSaturated {
 		rtt := now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond
 		cs.rtt.sample(rtt)
-		if !e.cfg.NoCongestionControl {
+		if !cs.noCC {
 			cs.cc.OnAck(int64(now), rtt, int(r.path))
 		}
 	}

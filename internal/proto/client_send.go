@@ -71,7 +71,7 @@ func (e *Engine) maySend(now Time, cs *clientSide) bool {
 	if cs.avail == 0 {
 		return false
 	}
-	if e.cfg.NoCongestionControl || cs.cc.Bypass() {
+	if cs.noCC || cs.cc.Bypass() {
 		return true
 	}
 	if cs.credits-cs.avail >= cs.cc.Allowed() {
@@ -165,7 +165,7 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 		}
 	}
 	e.emitOnPath(s.peer, &h, payload)
-	if !e.cfg.NoCongestionControl {
+	if !cs.noCC {
 		cs.cc.OnSend(int64(now), wire.HeaderLen+len(payload), int(h.Path))
 	}
 	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, path: h.Path, idx: idx, sentAt: now})
@@ -188,7 +188,7 @@ func (e *Engine) retransmit(now Time, s *session, j int) {
 	cs.slots[r.slot].nflight--
 	cs.slots[r.slot].retx++
 	e.stats.Retransmits++
-	if !e.cfg.NoCongestionControl {
+	if !cs.noCC {
 		cs.cc.OnTimeout(int64(now), int(r.path))
 	}
 	e.transmit(now, s, int(r.slot), r.kind, r.idx, min(r.retx+1, 30), int(r.path))
@@ -204,7 +204,7 @@ func (e *Engine) choosePath(now Time, s *session, lost int) uint8 {
 	switch {
 	case cs.paths <= 1:
 		return 0
-	case e.cfg.NoCongestionControl:
+	case cs.noCC:
 	case lost >= 0:
 		return uint8(cs.cc.RetransmitPath(int64(now), lost, e.cfg.Random()))
 	default:

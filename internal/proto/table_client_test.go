@@ -3,6 +3,7 @@ package proto
 import (
 	"bytes"
 	"errors"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -457,4 +458,19 @@ func TestClientTable_WindowKeepsCallOrder(t *testing.T) {
 	if st := tc.e.Stats(); st.PendingCalls > 8 {
 		t.Fatalf("%d calls still pending", st.PendingCalls)
 	}
+}
+
+// A session to an Uncongested peer runs on credits alone: no slow start,
+// all five packets of a request at once (a congestion-controlled one sends
+// two, TestClientTable_SlowStart).
+func TestClientTable_UncongestedPeer(t *testing.T) {
+	tc := newTClient(t, Config{Uncongested: func(a netip.AddrPort) bool { return a == serverAddr }})
+	req := bytes.Repeat([]byte{1}, 4*tDPP+1)
+	size := uint32(len(req))
+	tc.call("send", req, []out{
+		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP},
+		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
 }

@@ -201,6 +201,10 @@ func (t *Transport) LocalAddr() netip.AddrPort { return t.local }
 // at most 256 KiB.
 func (t *Transport) MaxDatagram() int { return t.maxDgram }
 
+// SameHost reports true: a shared-memory peer is on this host, with no
+// network between for congestion control to govern.
+func (t *Transport) SameHost() bool { return true }
+
 // PacketSize asks the endpoint for datagrams as large as it allows (64 KiB
 // of data per packet): an 8 MiB message is then 128 packets.
 func (t *Transport) PacketSize() int { return t.maxDgram }
