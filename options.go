@@ -173,7 +173,8 @@ func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } 
 // off: each sends its full credits whenever it has packets, and sprays its
 // paths in turn. An uncongested session already sends that way (the
 // bypass); this is for measuring what congestion control costs or gives,
-// and for networks that are never shared.
+// and for networks that are never shared. Sessions to a loopback address or
+// over a same-host transport (shared memory) always run this way.
 func WithoutCongestionControl() Option {
 	return func(o *options) { o.engine.NoCongestionControl = true }
 }

@@ -60,6 +60,8 @@ func WithDispatch(d Dispatch) Option {
 // to answer passed the target lowers the bound by a sixteenth, each one in
 // time raises it by a sixteenth of a ninety-ninth, up to w(T-S)/S; the
 // bound settles where about one admitted request in a hundred is late.
+// The target is the server's share of the caller's SLO: what the network
+// and the caller add comes on top of it.
 // Inline handlers have no queue of their own and are not bounded by it.
 func WithSLO(target, meanService time.Duration) Option {
 	return func(o *options) { o.slo, o.sloMean, o.fixedPool = target, meanService, true }
