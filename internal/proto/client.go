@@ -99,6 +99,8 @@ type clientSide struct {
 	// about a millisecond to copy) are late, not lost, while replies flow.
 	lastAck Time
 	orders  uint64 // stamps slots' order: the last clientSlot.order given
+	sendq   sendQueue
+	free    slotStack
 
 	waitStart Time // start of the current stretch with something outstanding
 	lastSent  Time
@@ -125,6 +127,16 @@ func (cs *clientSide) overtaken(seq uint32, path uint8, thresh uint32) bool {
 	return m.ok && seqBefore(seq, m.seq) && m.seq-seq >= thresh
 }
 
+// largestAnswered is the newest sequence number answered on any path.
+func (cs *clientSide) largestAnswered() (seq uint32, ok bool) {
+	for _, m := range cs.largest {
+		if m.ok && (!ok || seqBefore(seq, m.seq)) {
+			seq, ok = m.seq, true
+		}
+	}
+	return seq, ok
+}
+
 func (cs *clientSide) busy() bool { return cs.pending > 0 || cs.cancelsN > 0 || cs.pingOut }
 
 func (cs *clientSide) nextSeq() uint32 {
@@ -144,6 +156,9 @@ func (cs *clientSide) ackRecord(i int) inflight {
 // dropSlotRecords removes every in-flight record of slot i and returns their
 // credits. Replies still on the wire will find no record and be ignored.
 func (cs *clientSide) dropSlotRecords(i int) {
+	if cs.slots[i].nflight == 0 {
+		return
+	}
 	n := cs.flight.removeSlot(uint16(i))
 	cs.slots[i].nflight -= n
 	cs.avail += n
@@ -153,6 +168,9 @@ func (cs *clientSide) dropSlotRecords(i int) {
 // we learned it, and drops any copy of it still in flight; news of a packet
 // restarts the retransmission timer like a reply does.
 func (cs *clientSide) ackPacket(now Time, i int, kind pktKind, idx uint32) {
+	if cs.slots[i].nflight == 0 {
+		return
+	}
 	if j := cs.flight.findPacket(uint16(i), kind, idx); j >= 0 {
 		cs.ackRecord(j)
 		cs.lastAck = now
@@ -419,6 +437,7 @@ func (e *Engine) releaseSlot(s *session, i int) {
 		sl.sent = false
 	}
 	sl.state = cslotFree
+	s.c.free.push(i)
 	sl.unexecuted = false
 	sl.reqAcked.shrink(16)
 	sl.respGot.shrink(16)
@@ -437,5 +456,5 @@ func (e *Engine) settle(now Time, s *session) {
 	case !busy:
 		cs.waitStart = Never
 	}
-	e.schedule(s)
+	e.markStale(s)
 }

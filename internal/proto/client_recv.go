@@ -139,9 +139,11 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 	if sl.respSize < 0 {
 		// The server has the whole request: every request packet is
 		// acknowledged, whatever CRs were lost.
-		n := cs.flight.removeKind(uint16(i), kindReq)
-		sl.nflight -= n
-		cs.avail += n
+		if sl.nflight > 0 {
+			n := cs.flight.removeKind(uint16(i), kindReq)
+			sl.nflight -= n
+			cs.avail += n
+		}
 		sl.reqAckedN = sl.reqPkts
 		sl.respSize = int(h.MsgSize)
 		sl.respPkts = uint32(wire.NumPackets(sl.respSize, s.dpp))
@@ -149,8 +151,7 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 		sl.respGotN = 0
 		sl.status = h.Code
 		sl.call.resp = sized(sl.call.resp, sl.respSize)
-		cs.orders++
-		sl.order = cs.orders // its requests for response packets queue now
+		cs.stamp(i) // its requests for response packets queue now
 	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status {
 		e.stats.DropMalformed++
 		return
@@ -251,6 +252,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	for i := range cs.slots {
 		cs.slots[i].reqNum = uint64(i)
 		cs.slots[i].lastProgress = Never
+	}
+	for i := len(cs.slots) - 1; i >= 0; i-- {
+		cs.free.push(i)
 	}
 	s.up = true
 	s.lastHeard = now

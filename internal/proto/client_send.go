@@ -18,7 +18,7 @@ func (e *Engine) pump(now Time, s *session) {
 	}
 	cs := s.c
 	for cs.backlog.n > 0 {
-		i := freeSlot(cs.slots)
+		i := cs.free.pop()
 		if i < 0 {
 			break
 		}
@@ -26,7 +26,7 @@ func (e *Engine) pump(now Time, s *session) {
 	}
 	cs.pacedUntil = Never
 	for cs.avail > 0 {
-		i := oldestWithNew(cs.slots)
+		i := cs.sendq.oldest(cs.slots)
 		if i < 0 || !e.maySend(now, cs) {
 			return
 		}
@@ -35,18 +35,6 @@ func (e *Engine) pump(now Time, s *session) {
 			return // held back by credits, the window or the pacer
 		}
 	}
-}
-
-// oldestWithNew returns the slot with packets never sent that got them
-// first, or -1.
-func oldestWithNew(slots []clientSlot) int {
-	best := -1
-	for i := range slots {
-		if slots[i].hasNew() && (best < 0 || slots[i].order < slots[best].order) {
-			best = i
-		}
-	}
-	return best
 }
 
 // hasNew reports whether the slot has a packet never sent: a request
@@ -84,15 +72,6 @@ func (e *Engine) maySend(now Time, cs *clientSide) bool {
 	return true
 }
 
-func freeSlot(slots []clientSlot) int {
-	for i := range slots {
-		if slots[i].state == cslotFree {
-			return i
-		}
-	}
-	return -1
-}
-
 // startSlot puts call c into free slot i.
 func (e *Engine) startSlot(s *session, i int, c call) {
 	sl := &s.c.slots[i]
@@ -115,8 +94,7 @@ func (e *Engine) startSlot(s *session, i int, c call) {
 	sl.respGotN = 0
 	sl.rfrNext = 1
 	sl.lastProgress = Never
-	s.c.orders++
-	sl.order = s.c.orders
+	s.c.stamp(i)
 }
 
 // sendSlot sends slot i's next new packets while credits last.
@@ -224,8 +202,18 @@ func (e *Engine) choosePath(now Time, s *session, lost int) uint8 {
 func (e *Engine) detectLoss(now Time, s *session) {
 	cs := s.c
 	thresh := uint32(e.cfg.ReorderThreshold)
+	newest, any := cs.largestAnswered()
+	if !any {
+		return
+	}
 	for j := 0; j < cs.flight.len(); {
 		r := &cs.flight.recs[j]
+		if !seqBefore(r.seq, newest) {
+			// Records are in sequence order: none from here on was sent
+			// before an answered packet, so none is overtaken (a record
+			// retransmitted below moves to the end and stops the walk).
+			return
+		}
 		if cs.overtaken(r.seq, r.path, thresh) {
 			e.retransmit(now, s, j)
 			continue // the record moved to the end

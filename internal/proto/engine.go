@@ -36,8 +36,13 @@ type Engine struct {
 	born    Time // the first instant this engine saw: no session of it is older
 	bornSet bool
 
-	timers    timerHeap
-	due       []*session // scratch for Tick
+	timers timerHeap
+	due    []*session // scratch for Tick
+	// Client sessions whose deadline may have moved since it was last
+	// computed: a deadline is a walk over the session's slots and packets
+	// in flight, so it is taken once per session per batch (in Tick and
+	// NextDeadline), not once per packet.
+	stale     []*session
 	nextSweep Time
 
 	out, outSpare []Packet
@@ -136,6 +141,7 @@ func (e *Engine) Receive(now Time, from netip.AddrPort, pkt []byte) {
 // retries, keepalives, failure detection and the server's idle sweep.
 func (e *Engine) Tick(now Time) {
 	e.touch(now)
+	e.rescheduleStale()
 	due := e.due[:0]
 	for e.timers.len() > 0 && e.timers.top().deadline <= now {
 		s := e.timers.pop()
@@ -161,6 +167,7 @@ func (e *Engine) Tick(now Time) {
 
 // NextDeadline is when Tick next has work, or Never.
 func (e *Engine) NextDeadline() Time {
+	e.rescheduleStale()
 	d := e.nextSweep
 	if e.timers.len() > 0 {
 		d = minTime(d, e.timers.top().deadline)
@@ -379,6 +386,29 @@ func (s *session) remoteKey() remoteKey {
 }
 
 func (k peerKey) client() clientKey { return clientKey{addr: k.addr, num: k.num} }
+
+// markStale notes that s's deadline may have moved; rescheduleStale takes
+// it before anyone reads the timers.
+func (e *Engine) markStale(s *session) {
+	if s.c == nil || s.stale {
+		return
+	}
+	s.stale = true
+	e.stale = append(e.stale, s)
+}
+
+// rescheduleStale brings the timer entries of the sessions markStale noted
+// up to date.
+func (e *Engine) rescheduleStale() {
+	for i, s := range e.stale {
+		s.stale = false
+		if e.sessions[s.num] == s {
+			e.schedule(s)
+		}
+		e.stale[i] = nil
+	}
+	e.stale = e.stale[:0]
+}
 
 // schedule brings s's timer entry up to date: it moves it earlier at once,
 // but leaves a later deadline for the timer to discover when it fires, which

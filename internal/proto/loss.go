@@ -37,12 +37,20 @@ func (l *inflightList) len() int { return len(l.recs) }
 
 func (l *inflightList) add(r inflight) { l.recs = append(l.recs, r) }
 
-// find returns the index of the record with seq, or -1.
+// find returns the index of the record with seq, or -1. Records are added
+// in send order, which is sequence order, so it is a binary search.
 func (l *inflightList) find(seq uint32) int {
-	for i := range l.recs {
-		if l.recs[i].seq == seq {
-			return i
+	lo, hi := 0, len(l.recs)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if seqBefore(l.recs[m].seq, seq) {
+			lo = m + 1
+		} else {
+			hi = m
 		}
+	}
+	if lo < len(l.recs) && l.recs[lo].seq == seq {
+		return lo
 	}
 	return -1
 }

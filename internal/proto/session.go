@@ -25,6 +25,7 @@ type session struct {
 
 	deadline Time // timer heap key (client sessions)
 	heapIdx  int
+	stale    bool // in Engine.stale
 
 	c *clientSide
 	s *serverSide
