@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.busy, "busy", false, "busy-poll on both sides (erpc.WithBusyPoll; raw-udp spins on non-blocking sockets)")
 	fs.BoolVar(&c.quick, "quick", false, "reduced grid")
 	fs.BoolVar(&c.pin, "pin", true, "pin the server to CPU 0 and the client to CPU 1 (when there are two or more)")
-	fs.IntVar(&c.window, "window", 0, "erpc: concurrent requests per session (0: library default)")
+	fs.IntVar(&c.window, "window", 0, "erpc: concurrent requests per session, and as many credits (0: library default; rate: the largest -c, the window raw-udp streams with)")
 	fs.IntVar(&c.rawDgram, "raw-dgram", 0, "raw-udp: datagram size in bytes (0: the size erpc's UDP transport uses on loopback)")
 	fs.IntVar(&c.rawWindow, "raw-window", 0, "raw-udp: request bytes in flight, unacknowledged (0: 4 MiB)")
 	fs.BoolVar(&c.testbed, "testbed", false, "loss: client and server in two network namespaces joined by a veth, nftables dropping -loss of the UDP datagrams each receives (needs root), gRPC over TCP beside erpc")
@@ -116,6 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.scenario == "latency" {
 		c.conc = []int{1}
+	}
+	if c.scenario == "rate" && c.window == 0 {
+		c.window = slices.Max(c.conc)
 	}
 	if c.sessions, err = parseInts(*sess); err != nil {
 		return nil, fmt.Errorf("-sessions: %w", err)

@@ -21,6 +21,9 @@ const busySpin = 20 * time.Millisecond
 
 var memSeq atomic.Int64
 
+// defaultCredits is erpc's default credits per session (WithCredits).
+const defaultCredits = 32
+
 // erpcOptions are the endpoint options both sides share.
 func erpcOptions(busy bool, window int) []erpc.Option {
 	var o []erpc.Option
@@ -28,7 +31,9 @@ func erpcOptions(busy bool, window int) []erpc.Option {
 		o = append(o, erpc.WithBusyPoll(busySpin))
 	}
 	if window > 0 {
-		o = append(o, erpc.WithWindow(window))
+		// One credit per concurrent single-packet call, as a raw window
+		// of the same size has: with fewer, calls past the credits wait.
+		o = append(o, erpc.WithWindow(window), erpc.WithCredits(max(window, defaultCredits)))
 	}
 	return o
 }
