@@ -3,6 +3,7 @@ package proto
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/cc"
 	"github.com/erpc-go/erpc/internal/wire"
@@ -98,9 +99,21 @@ type clientSide struct {
 	// behind others at a busy receiver (2 MiB of 64 KiB datagrams takes
 	// about a millisecond to copy) are late, not lost, while replies flow.
 	lastAck Time
-	orders  uint64 // stamps slots' order: the last clientSlot.order given
-	sendq   sendQueue
-	free    slotStack
+	// The retransmission timeout's discipline (TCP's): an expiry resends
+	// the oldest packet only and restarts the timer of the others, which
+	// wait twice as long per expiry in a row (timeouts) until a reply
+	// comes. A whole window expiring at once was a host stall more often
+	// than a loss (a 3 ms pause of the peer's process resent 64 packets
+	// on loopback). When the copy an expiry gave up on is answered after
+	// all (rtoSeq, sent at rtoSent), the timeout was spurious (Eifel):
+	// rtoFloor rises to twice the delay that answer took.
+	timeouts uint8
+	rtoFloor time.Duration
+	rtoSeq   uint32
+	rtoSent  Time
+	orders   uint64 // stamps slots' order: the last clientSlot.order given
+	sendq    sendQueue
+	free     slotStack
 
 	waitStart Time // start of the current stretch with something outstanding
 	lastSent  Time
@@ -233,7 +246,17 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 		connectStart: now,
 		lastSent:     now,
 		pacedUntil:   Never,
-		noCC:         e.cfg.NoCongestionControl || e.cfg.Uncongested != nil && e.cfg.Uncongested(addr),
+	}
+	if e.cfg.Uncongested != nil && e.cfg.Uncongested(addr) {
+		// No network between: a datagram is lost only to a full socket
+		// buffer, which credits prevent, and what delays a reply is the
+		// host (a descheduled process, for milliseconds). The timeout
+		// starts at eRPC's fixed 5 ms rather than at MinRTO.
+		s.c.noCC = true
+		s.c.rtoFloor = min(sameHostRTO, e.cfg.MaxRTO)
+	}
+	if e.cfg.NoCongestionControl {
+		s.c.noCC = true
 	}
 	e.newSession(s)
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)

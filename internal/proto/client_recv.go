@@ -68,6 +68,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 	cs := s.c
 	j := cs.flight.find(h.TxSeq)
 	if j < 0 {
+		e.noteLateReply(now, cs, h)
 		return
 	}
 	r := cs.flight.recs[j]
@@ -77,6 +78,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 	}
 	cs.ackRecord(j)
 	cs.lastAck = now
+	cs.timeouts = 0
 	// Only a reply to this very transmission says later-sent packets were
 	// overtaken; a record dropped because another copy was answered does not.
 	if m := &cs.largest[r.path]; !m.ok || seqBefore(m.seq, r.seq) {

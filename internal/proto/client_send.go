@@ -233,10 +233,10 @@ func (e *Engine) clientDeadline(s *session) Time {
 	if cs.waitStart != Never {
 		d = maxTime(s.lastHeard, cs.waitStart).Add(cfg.FailureTimeout)
 	}
-	rto := cs.rtt.rto(cfg)
+	rto := cs.rto(cfg)
 	loss := cs.rtt.lossDelay(cfg)
 	for _, r := range cs.flight.recs {
-		d = minTime(d, maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, r.retx, cfg.MaxRTO)))
+		d = minTime(d, cs.expiry(&r, rto, cfg))
 		if cs.overtaken(r.seq, r.path, 1) {
 			d = minTime(d, r.sentAt.Add(loss))
 		}
@@ -264,7 +264,7 @@ func (e *Engine) clientDeadline(s *session) Time {
 // server for the response again: the RTO, backing off while the server
 // answers "still pending", but often enough to notice a dead server.
 func (e *Engine) probeDelay(cs *clientSide, probes uint8) time.Duration {
-	return backoff(cs.rtt.rto(&e.cfg), probes, e.cfg.FailureTimeout/4)
+	return backoff(cs.rto(&e.cfg), probes, e.cfg.FailureTimeout/4)
 }
 
 // clientTimer does what is due on client session s.
@@ -283,13 +283,18 @@ func (e *Engine) clientTimer(now Time, s *session) {
 		e.endSession(now, s, ErrPeerTimeout)
 		return
 	}
-	rto := cs.rtt.rto(cfg)
+	rto := cs.rto(cfg)
 	loss := cs.rtt.lossDelay(cfg)
+	expired := false
 	for j := 0; j < cs.flight.len(); {
 		r := &cs.flight.recs[j]
-		timedOut := now >= maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, r.retx, cfg.MaxRTO))
-		overtaken := cs.overtaken(r.seq, r.path, 1) && now >= r.sentAt.Add(loss)
-		if timedOut || overtaken {
+		if cs.overtaken(r.seq, r.path, 1) && now >= r.sentAt.Add(loss) {
+			e.retransmit(now, s, j)
+			continue
+		}
+		if !expired && now >= cs.expiry(r, rto, cfg) {
+			expired = true // the oldest only; the others wait again
+			cs.expire(now, r)
 			e.retransmit(now, s, j)
 			continue
 		}
@@ -336,7 +341,7 @@ func (e *Engine) keepalive(now Time, s *session) {
 	cfg := &e.cfg
 	switch {
 	case cs.pingOut:
-		if now < cs.pingSentAt.Add(backoff(cs.rtt.rto(cfg), cs.pingTries, cfg.FailureTimeout/4)) {
+		if now < cs.pingSentAt.Add(backoff(cs.rto(cfg), cs.pingTries, cfg.FailureTimeout/4)) {
 			return
 		}
 		cs.pingTries = min(cs.pingTries+1, 30)

@@ -351,12 +351,47 @@ func TestClientTable_RTORestartsOnReply(t *testing.T) {
 	tc.now = tc.now.Add(900 * time.Microsecond)
 	tc.step("CR 0, late", tc.srv(wire.TypeCR, 0, 0, 0, 0, 2, 0, nil), nil)
 	tc.tick("past the first copies' RTO: replies flow, nothing resent", 200*time.Microsecond, nil)
-	tc.tick("no reply for several RTOs: both resent", 5*time.Millisecond, []out{
-		{Type: wire.TypeReq, Idx: 1, Seq: 5, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 2, Seq: 6, MsgSize: size, Len: 1}})
+	tc.tick("no reply for several RTOs: the oldest resent, the other waits again", 5*time.Millisecond, []out{
+		{Type: wire.TypeReq, Idx: 1, Seq: 5, MsgSize: size, Len: tDPP}})
 	tc.step("the first copy of packet 1 arrives late: its credit returns", tc.srv(wire.TypeCR, 0, 0, 0, 1, 3, 0, nil), nil)
-	if st := tc.e.Stats(); st.CreditsInUse != 1 || st.Retransmits != 2 {
-		t.Fatalf("stats %+v, want 1 credit in use (packet 2) and 2 retransmits", st)
+	if st := tc.e.Stats(); st.CreditsInUse != 1 || st.Retransmits != 1 || st.SpuriousTimeouts != 1 {
+		t.Fatalf("stats %+v, want 1 credit in use (packet 2), 1 retransmit, 1 spurious timeout", st)
+	}
+}
+
+// TestClientTable_TimeoutDiscipline: a stalled server (no reply at all)
+// costs one retransmission per expiry, not one per packet in flight, with
+// the timeout doubling per expiry in a row; an answer to the copy an
+// expiry gave up on proves the stall (Eifel) and raises the timeout's
+// floor to twice that answer's delay, so the next stall of that length
+// resends nothing.
+func TestClientTable_TimeoutDiscipline(t *testing.T) {
+	tc := newTClient(t, Config{MinRTO: time.Millisecond, NoCongestionControl: true, Window: 4, Credits: 4})
+	var want []out
+	for i := range 4 {
+		want = append(want, out{Type: wire.TypeReq, ReqNum: uint64(i), Seq: uint32(2 + i), MsgSize: 1, Len: 1})
+	}
+	for i := range 4 {
+		tc.call("send", []byte("x"), want[i:i+1])
+	}
+	tc.tick("the first RTO: the oldest only", time.Millisecond, []out{{Type: wire.TypeReq, ReqNum: 0, Seq: 6, MsgSize: 1, Len: 1}})
+	tc.tick("twice the RTO later: the next oldest", 2*time.Millisecond, []out{{Type: wire.TypeReq, ReqNum: 1, Seq: 7, MsgSize: 1, Len: 1}})
+	// 3 ms after it left, the original of request 1 is answered: a stall.
+	tc.step("the given-up copy of request 1 answered", tc.srv(wire.TypeResp, 0, 0, 1, 0, 3, 1, []byte("y")), nil, "response")
+	if st := tc.e.Stats(); st.SpuriousTimeouts != 1 || st.Retransmits != 2 {
+		t.Fatalf("stats %+v, want 2 retransmits and 1 spurious timeout", st)
+	}
+	for i := 0; i < 4; i++ { // the others answered: the session is idle
+		if i == 1 {
+			continue
+		}
+		tc.step("answer", tc.srv(wire.TypeResp, 0, 0, uint64(i), 0, uint32(2+i), 1, []byte("y")), nil, "response")
+	}
+	// The slot freed last (3) carries the next call: request 3+4.
+	tc.call("send again", []byte("x"), []out{{Type: wire.TypeReq, ReqNum: 7, Seq: 8, MsgSize: 1, Len: 1}})
+	tc.tick("a 5 ms stall: under the raised floor (6 ms), nothing resent", 5*time.Millisecond, nil)
+	if st := tc.e.Stats(); st.Retransmits != 2 {
+		t.Fatalf("stats %+v, want no retransmission in the second stall", st)
 	}
 }
 

@@ -1,0 +1,44 @@
+package proto
+
+import (
+	"time"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// sameHostRTO is the least timeout of a session to a peer on the same
+// host (Config.Uncongested): eRPC's retransmission timeout.
+const sameHostRTO = 5 * time.Millisecond
+
+// rto is the session's retransmission timeout: the RTT estimator's, no
+// less than the floor spurious timeouts raised.
+func (cs *clientSide) rto(cfg *Config) time.Duration {
+	return min(max(cs.rtt.rto(cfg), cs.rtoFloor), cfg.MaxRTO)
+}
+
+// expiry is when in-flight record r is given up on: rto after it was sent
+// or after the last reply or expiry, whichever is later, doubled per
+// earlier copy of r and per expiry in a row.
+func (cs *clientSide) expiry(r *inflight, rto time.Duration, cfg *Config) Time {
+	return maxTime(r.sentAt, cs.lastAck).Add(backoff(rto, max(r.retx, cs.timeouts), cfg.MaxRTO))
+}
+
+// expire notes that the timer gave up on r, which is about to be sent
+// again: the other packets' timers restart from now.
+func (cs *clientSide) expire(now Time, r *inflight) {
+	cs.timeouts = min(cs.timeouts+1, 30)
+	cs.lastAck = now
+	cs.rtoSeq, cs.rtoSent = r.seq, r.sentAt
+}
+
+// noteLateReply looks at a reply that answers no packet in flight: if it
+// answers the copy the last expiry gave up on, that copy was not lost but
+// late, and the timeout's floor rises to twice the delay it took.
+func (e *Engine) noteLateReply(now Time, cs *clientSide, h *wire.Header) {
+	if cs.rtoSeq == 0 || h.TxSeq != cs.rtoSeq {
+		return
+	}
+	cs.rtoSeq = 0
+	e.stats.SpuriousTimeouts++
+	cs.rtoFloor = min(max(cs.rtoFloor, 2*now.Sub(cs.rtoSent)), e.cfg.MaxRTO)
+}
