@@ -126,6 +126,15 @@ var ErrClosed = net.ErrClosed
 // ErrTooLarge is returned by Send for a datagram over MaxDatagram.
 var ErrTooLarge = errors.New("transport: datagram larger than MaxDatagram")
 
+// Reliable is an optional interface of a transport that delivers every
+// datagram to a live peer exactly once and in order, and learns at once
+// when a peer is gone (PeerWatcher), as shared memory does. Sessions over
+// it take the engine's lean path: no retransmission timers, loss
+// detection or RTT samples (a datagram is never lost, only its peer).
+type Reliable interface {
+	Reliable() bool
+}
+
 // SameHoster is an optional interface of a transport whose peers are all on
 // this host (shared memory): no network lies between them, so sessions
 // over it need no congestion control (their credits bound the receiver).

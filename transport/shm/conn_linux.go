@@ -17,7 +17,7 @@ import (
 
 // The shared mapping of one connection, created by the connecting side:
 //
-//	[0, 4096)                       header: magic, ring size, counters, sleeping words
+//	[0, 4096)                       header: magic, ring size, head counters, sleeping words
 //	[4096, 4096+R)                  ring 0: connector -> listener
 //	[4096+R, 4096+2R)               ring 1: listener -> connector
 //
@@ -56,13 +56,11 @@ const (
 	pageSize  = 4096
 	hdrMagic  = 0
 	hdrRing   = 8
-	hdrTail0  = 256
 	hdrHead0  = 384
-	hdrTail1  = 512
 	hdrHead1  = 640
 	hdrSleep0 = 768                // the connector sleeps
 	hdrSleep1 = 896                // the listener sleeps
-	memMagic  = 0x336d687363707265 // "erpcshm3"
+	memMagic  = 0x346d687363707265 // "erpcshm4": records carry their ready stamp
 	helloSize = 64
 
 	statusOK        = 0
@@ -84,6 +82,7 @@ type conn struct {
 	peerBell     int            // the socket the peer passed to ring it; -1 once closed
 	out          producer
 	in           consumer
+	backlog      backlog // datagrams waiting for room in out (the loop's)
 	dead         atomic.Bool
 }
 
@@ -103,14 +102,13 @@ func newConn(peer netip.AddrPort, sock *net.UnixConn, mem []byte, ring int, peer
 	c := &conn{peer: peer, sock: sock, mem: mem, peerBell: peerBell}
 	ring0 := mem[pageSize : pageSize+ring : pageSize+ring]
 	ring1 := mem[pageSize+ring:]
-	t0, h0 := atomicU64(mem, hdrTail0), atomicU64(mem, hdrHead0)
-	t1, h1 := atomicU64(mem, hdrTail1), atomicU64(mem, hdrHead1)
+	h0, h1 := atomicU64(mem, hdrHead0), atomicU64(mem, hdrHead1)
 	s0, s1 := atomicU32(mem, hdrSleep0), atomicU32(mem, hdrSleep1)
 	if connector {
-		c.out, c.in = newProducer(t0, h0, ring0), newConsumer(t1, h1, ring1)
+		c.out, c.in = newProducer(h0, ring0), newConsumer(h1, ring1)
 		c.sleeping, c.peerSleeping = s0, s1
 	} else {
-		c.out, c.in = newProducer(t1, h1, ring1), newConsumer(t0, h0, ring0)
+		c.out, c.in = newProducer(h1, ring1), newConsumer(h0, ring0)
 		c.sleeping, c.peerSleeping = s1, s0
 	}
 	return c

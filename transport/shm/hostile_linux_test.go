@@ -205,8 +205,8 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 	}
 	p.peerBell = fds[0]
 	r := p.mem[pageSize:]
-	p.out = newProducer(atomicU64(p.mem, hdrTail0), atomicU64(p.mem, hdrHead0), r[:ring:ring])
-	p.in = newConsumer(atomicU64(p.mem, hdrTail1), atomicU64(p.mem, hdrHead1), r[ring:2*ring:2*ring])
+	p.out = newProducer(atomicU64(p.mem, hdrHead0), r[:ring:ring])
+	p.in = newConsumer(atomicU64(p.mem, hdrHead1), r[ring:2*ring:2*ring])
 	return p, "ok", nil
 }
 
@@ -216,7 +216,6 @@ func (p *rawPeer) ping() bool {
 	if !p.out.put([]byte("ping"), nil) {
 		return false
 	}
-	p.out.publish()
 	if w := atomicU32(p.mem, hdrSleep1); w.CompareAndSwap(1, 0) {
 		unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
 	}
@@ -224,7 +223,6 @@ func (p *rawPeer) ping() bool {
 		if !p.in.pending() {
 			continue
 		}
-		p.in.begin()
 		n := 0
 		for _, ok := p.in.next(); ok; _, ok = p.in.next() {
 			n++
@@ -316,13 +314,12 @@ func TestHostilePeerHelper(t *testing.T) {
 		}
 
 	case "counters":
-		// The counters of the listener -> connector ring unaligned and
+		// The head word the listener's producer reads, unaligned and
 		// near the end of the area before the hello (the listener's
-		// position must not come from its tail word); after a round
-		// trip, a tail the listener must refuse.
+		// position must not come from it); after a round trip, a record
+		// stamped at the listener's position with a kind it must refuse.
 		o := sealed
 		o.before = func(p *rawPeer) {
-			atomicU64(p.mem, hdrTail1).Store(uint64(p.ring) - 3)
 			atomicU64(p.mem, hdrHead1).Store(uint64(p.ring) - 3)
 		}
 		p, st, err := rawDial(path, minRingSize, o)
@@ -331,9 +328,11 @@ func TestHostilePeerHelper(t *testing.T) {
 			return
 		}
 		keep = append(keep, p)
-		atomicU64(p.mem, hdrTail1).Store(0) // the listener's tail, for our own reading
 		say("ECHO %v", p.ping())
-		atomicU64(p.mem, hdrTail0).Store(uint64(p.ring)*3 - 3)
+		off := p.out.pos & p.out.mask
+		binary.LittleEndian.PutUint32(p.out.data[off+8:], 1)
+		binary.LittleEndian.PutUint32(p.out.data[off+12:], 77)
+		stampAt(p.out.data, off).Store(p.out.pos + 1)
 		unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
 		say("DROPPED %v", p.waitEOF(5*time.Second))
 

@@ -4,155 +4,171 @@ import (
 	"encoding/binary"
 	"errors"
 	"sync/atomic"
+	"unsafe"
 )
 
 // A ring is a single-producer, single-consumer queue of records in a byte
-// area of power-of-two size, shared by two processes. Two 64-bit counters
-// live beside it: tail (bytes ever written, advanced only by the producer)
-// and head (bytes ever consumed, advanced only by the consumer). Each side
-// keeps its own counter in a local variable, starting at 0 (never loaded
-// from the shared word, which the peer may have set to anything), and
-// publishes it with an atomic store; it reads the other side's with an
-// atomic load, once, into a local that it checks before using it. Go's atomics are
-// sequentially consistent, so the bytes of a record written before the
-// store of tail are visible to a consumer that loads that tail: a record's
-// bytes and its "ready" mark travel in one publish.
+// area of power-of-two size, shared by two processes.
 //
-// A record is an 8-byte header (length uint32, kind uint32, little endian)
-// followed by the datagram, padded to a multiple of 8. A record never wraps:
-// if it does not fit before the end of the area, the producer fills the rest
-// with a pad record (kind recPad) and starts the record at offset 0.
+// A record's "ready" mark travels with its bytes (SHRIMP's lesson: the
+// arguments and the flag in one transfer). Each record starts with a
+// 16-byte header whose first word is the record's stream position plus
+// one (its stamp), followed by the length and the kind (uint32 each,
+// little endian), then the datagram, padded to a multiple of 16. The
+// producer writes the length, kind and bytes, then stores the stamp with
+// an atomic store; the consumer polls the stamp of the record at its own
+// position with an atomic load, and when it matches, the bytes are there
+// (Go's atomics are sequentially consistent). A small datagram and its
+// mark share a cache line or two, which the consumer's one miss brings
+// over, where a separate counter cost a miss of its own before the
+// record's could even start.
+//
+// A stamp can only match at the position it was written for: stamps of
+// earlier laps name earlier positions. Bytes of an earlier lap's record
+// can lie where the next header will start, so the producer clears the
+// stamp word after each record before it stamps the record: the consumer
+// never reads stale data as a mark.
+//
+// One 64-bit counter lives beside the area: head, the bytes the consumer
+// has handed back, which the producer reads only when its cached copy
+// says the ring is full. Each side keeps its own position in a local
+// variable, starting at 0 (never loaded from shared memory, which the peer
+// may have set to anything); every value read from shared memory is
+// checked before use. A record never wraps: if it does not fit before the
+// end of the area, the producer fills the rest with a pad record and
+// starts the record at offset 0.
 
 const (
-	recHeader = 8
+	recHeader = 16
 	recData   = 1
 	recPad    = 2
 )
 
-// errCorrupt reports a ring whose counters or records make no sense: a
-// peer that wrote garbage. The connection is dropped.
+// errCorrupt reports a ring whose records make no sense: a peer that wrote
+// garbage. The connection is dropped.
 var errCorrupt = errors.New("shm: corrupt ring")
 
-func align8(n uint64) uint64 { return (n + 7) &^ 7 }
+func align16(n uint64) uint64 { return (n + 15) &^ 15 }
+
+// stampAt is the stamp word of the header at off.
+func stampAt(data []byte, off uint64) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&data[off]))
+}
 
 // producer is the writing side of a ring.
 type producer struct {
-	tail, head *atomic.Uint64
+	head       *atomic.Uint64
 	data       []byte
 	size, mask uint64
-	pos        uint64 // our tail, published by publish
+	pos        uint64 // our position: bytes ever written
 	headCache  uint64 // last head seen: saves loading the shared word
 }
 
-func newProducer(tail, head *atomic.Uint64, data []byte) producer {
-	// pos and headCache start at 0: a fresh ring is empty. Loading them
-	// would take the peer's word for our own position (an unaligned one
-	// would put a record header across the end of the area).
-	return producer{tail: tail, head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
+func newProducer(head *atomic.Uint64, data []byte) producer {
+	// pos and headCache start at 0: a fresh ring is empty (and zeroed:
+	// no stamp matches).
+	return producer{head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
 }
 
-// maxRecord is the largest datagram the ring carries: half the area, so
-// that a record always fits once the consumer has caught up, pad included.
-func (p *producer) maxRecord() int { return int(p.size/2) - recHeader }
+// maxRecord is the largest datagram the ring carries: half the area less
+// a header, so that a record, its pad and the cleared stamp after it
+// always fit once the consumer has caught up.
+func (p *producer) maxRecord() int { return int(p.size/2) - 2*recHeader }
 
-// put writes one record holding a followed by b, without publishing it. It
-// returns false if the ring has no room (or the record is too large).
+// put writes one record holding a followed by b and makes it visible to
+// the consumer. It returns false if the ring has no room (or the record is
+// too large).
 func (p *producer) put(a, b []byte) bool {
 	n := uint64(len(a) + len(b))
 	if n > uint64(p.maxRecord()) {
 		return false
 	}
-	total := recHeader + align8(n)
+	total := recHeader + align16(n)
 	off := p.pos & p.mask
 	need := total
 	if off+total > p.size {
 		need += p.size - off // the pad up to the end of the area
 	}
-	if p.pos+need-p.headCache > p.size {
+	// Room for the record and the stamp word cleared after it.
+	if p.pos+need+recHeader-p.headCache > p.size {
 		p.headCache = p.head.Load()
-		if p.pos+need-p.headCache > p.size {
+		if p.pos+need+recHeader-p.headCache > p.size {
 			return false
 		}
 	}
-	if need != total {
-		binary.LittleEndian.PutUint32(p.data[off:], 0)
-		binary.LittleEndian.PutUint32(p.data[off+4:], recPad)
+	padded, padAt, padPos := need != total, off, p.pos
+	if padded {
 		p.pos += p.size - off
 		off = 0
 	}
-	binary.LittleEndian.PutUint32(p.data[off:], uint32(n))
-	binary.LittleEndian.PutUint32(p.data[off+4:], recData)
+	binary.LittleEndian.PutUint32(p.data[off+8:], uint32(n))
+	binary.LittleEndian.PutUint32(p.data[off+12:], recData)
 	copy(p.data[off+recHeader:], a)
 	copy(p.data[off+recHeader+uint64(len(a)):], b)
+	stampAt(p.data, (off+total)&p.mask).Store(0)
+	stampAt(p.data, off).Store(p.pos + 1)
+	if padded {
+		// The pad last: the consumer, at the pad, finds the record
+		// behind it complete.
+		binary.LittleEndian.PutUint32(p.data[padAt+8:], 0)
+		binary.LittleEndian.PutUint32(p.data[padAt+12:], recPad)
+		stampAt(p.data, padAt).Store(padPos + 1)
+	}
 	p.pos += total
 	return true
 }
 
-// publish makes the records put so far visible to the consumer.
-func (p *producer) publish() { p.tail.Store(p.pos) }
-
 // consumer is the reading side of a ring. Use it as
 //
-//	c.begin()
 //	for data, ok := c.next(); ok; data, ok = c.next() { use(data) }
 //	err := c.end()
 //
 // data stays valid until the next call of next or end, which may hand its
 // space back to the producer.
 type consumer struct {
-	tail, head *atomic.Uint64
+	head       *atomic.Uint64
 	data       []byte
 	size, mask uint64
-	pos        uint64 // our head
-	limit      uint64 // tail loaded by begin
+	pos        uint64 // our position: bytes ever consumed
 	freed      uint64 // head last published
 	err        error
 }
 
-func newConsumer(tail, head *atomic.Uint64, data []byte) consumer {
-	// pos, freed and limit start at 0, like the producer's position.
-	return consumer{tail: tail, head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
+func newConsumer(head *atomic.Uint64, data []byte) consumer {
+	// pos and freed start at 0, like the producer's position.
+	return consumer{head: head, data: data, size: uint64(len(data)), mask: uint64(len(data)) - 1}
 }
 
-// pending reports whether the producer has published records not yet read.
-func (c *consumer) pending() bool { return c.tail.Load() != c.pos }
-
-// begin loads the producer's tail: next returns the records published
-// before it.
-func (c *consumer) begin() {
-	c.limit = c.tail.Load()
-	if c.limit-c.pos > c.size || c.limit&7 != 0 {
-		c.err, c.limit = errCorrupt, c.pos
-	}
+// pending reports whether the record at our position is ready: one load,
+// from the cache line that holds the record's first bytes.
+func (c *consumer) pending() bool {
+	return c.err == nil && stampAt(c.data, c.pos&c.mask).Load() == c.pos+1
 }
 
-// next returns the next record, or false when the records published before
-// begin are all read (or the ring is corrupt: see end).
+// next returns the next ready record, or false when there is none (or the
+// ring is corrupt: see end).
 func (c *consumer) next() ([]byte, bool) {
-	for c.pos != c.limit {
+	for c.pending() {
 		if c.pos-c.freed >= c.size/4 { // free space early during long batches
 			c.head.Store(c.pos)
 			c.freed = c.pos
 		}
 		off := c.pos & c.mask
-		n := uint64(binary.LittleEndian.Uint32(c.data[off:]))
-		switch binary.LittleEndian.Uint32(c.data[off+4:]) {
+		n := uint64(binary.LittleEndian.Uint32(c.data[off+8:]))
+		switch binary.LittleEndian.Uint32(c.data[off+12:]) {
 		case recPad:
-			if c.limit-c.pos < c.size-off {
-				break
-			}
 			c.pos += c.size - off
 			continue
 		case recData:
-			total := recHeader + align8(n)
-			if off+total > c.size || c.limit-c.pos < total {
+			total := recHeader + align16(n)
+			if off+total > c.size {
 				break
 			}
 			c.pos += total
 			start := off + recHeader
 			return c.data[start : start+n : start+n], true
 		}
-		c.err, c.limit = errCorrupt, c.pos
+		c.err = errCorrupt
 	}
 	return nil, false
 }

@@ -14,17 +14,16 @@ import (
 // testRing makes a producer and a consumer over a Go-allocated area, so
 // the race detector sees the ring's accesses.
 func testRing(size int) (*producer, *consumer) {
-	var tail, head atomic.Uint64
+	var head atomic.Uint64
 	data := make([]byte, size)
-	p := newProducer(&tail, &head, data)
-	c := newConsumer(&tail, &head, data)
+	p := newProducer(&head, data)
+	c := newConsumer(&head, data)
 	return &p, &c
 }
 
 func drain(t *testing.T, c *consumer) [][]byte {
 	t.Helper()
 	var got [][]byte
-	c.begin()
 	for d, ok := c.next(); ok; d, ok = c.next() {
 		got = append(got, bytes.Clone(d))
 	}
@@ -42,10 +41,9 @@ func TestRingBasic(t *testing.T) {
 	if !p.put([]byte("head:"), []byte("payload")) || !p.put(nil, nil) || !p.put([]byte("x"), nil) {
 		t.Fatal("put into an empty ring failed")
 	}
-	if c.pending() {
-		t.Fatal("records visible before publish")
+	if !c.pending() {
+		t.Fatal("a record put is not visible")
 	}
-	p.publish()
 	got := drain(t, c)
 	if len(got) != 3 || string(got[0]) != "head:payload" || len(got[1]) != 0 || string(got[2]) != "x" {
 		t.Fatalf("got %q", got)
@@ -57,20 +55,20 @@ func TestRingBasic(t *testing.T) {
 
 func TestRingFull(t *testing.T) {
 	p, c := testRing(1024)
-	if p.maxRecord() != 512-recHeader {
+	if p.maxRecord() != 512-2*recHeader {
 		t.Fatalf("maxRecord %d", p.maxRecord())
 	}
 	if p.put(make([]byte, p.maxRecord()+1), nil) {
 		t.Fatal("put a record over maxRecord")
 	}
 	n := 0
-	for p.put(make([]byte, 100), nil) { // 112 bytes each
+	for p.put(make([]byte, 100), nil) { // 128 bytes each
 		n++
 	}
-	if n != 1024/112 {
-		t.Fatalf("%d records of 112 bytes fit in 1024", n)
+	// The ring keeps room for the header after the last record.
+	if n != (1024-recHeader)/128 {
+		t.Fatalf("%d records of 128 bytes fit in 1024", n)
 	}
-	p.publish()
 	if got := drain(t, c); len(got) != n {
 		t.Fatalf("drained %d of %d", len(got), n)
 	}
@@ -96,7 +94,6 @@ func TestRingWraparound(t *testing.T) {
 			}
 			want = append(want, b)
 		}
-		p.publish()
 		sent += uint64(len(want))
 		got := drain(t, c)
 		recv += uint64(len(got))
@@ -118,20 +115,53 @@ func TestRingWraparound(t *testing.T) {
 func TestRingCorrupt(t *testing.T) {
 	p, c := testRing(256)
 	p.put([]byte("ok"), nil)
-	p.publish()
-	binary.LittleEndian.PutUint32(p.data[4:], 77) // unknown kind
-	c.begin()
+	binary.LittleEndian.PutUint32(p.data[12:], 77) // unknown kind
 	if _, ok := c.next(); ok {
 		t.Fatal("read a corrupt record")
 	}
 	if c.end() != errCorrupt {
 		t.Fatal("corrupt record not reported")
 	}
+	if c.pending() {
+		t.Fatal("a corrupt ring still has records")
+	}
 	p2, c2 := testRing(256)
-	p2.tail.Store(1 << 20) // a tail beyond the ring
-	c2.begin()
+	p2.put([]byte("ok"), nil)
+	binary.LittleEndian.PutUint32(p2.data[8:], 1<<20) // a length past the end
 	if _, ok := c2.next(); ok || c2.end() != errCorrupt {
-		t.Fatal("impossible tail not reported")
+		t.Fatal("impossible length not reported")
+	}
+}
+
+// TestRingStaleBytesNoStamp: a record's bytes from an earlier lap lie
+// where a later lap's header starts; the producer clears the stamp word
+// after each record, so those bytes never read as a ready record, even
+// when they are exactly the stamp the consumer waits for there.
+func TestRingStaleBytesNoStamp(t *testing.T) {
+	const size = 512
+	p, c := testRing(size)
+	// Lap 0: a record of 96 data bytes at 0 (its header 16, it ends at
+	// 112), whose bytes 32..39 (ring offset 48) hold size+48+1: the stamp
+	// a header at offset 48 of lap 1 would carry.
+	b := make([]byte, 96)
+	binary.LittleEndian.PutUint64(b[32:], size+48+1)
+	// Then records filling lap 0 to its end (240 + 160 bytes), and one of
+	// 48 bytes at the start of lap 1: the next header is at offset 48,
+	// over the old record's bytes.
+	for i, n := range []int{96, 224, 144, 32} {
+		data := make([]byte, n)
+		if i == 0 {
+			data = b
+		}
+		if !p.put(data, nil) || len(drain(t, c)) != 1 {
+			t.Fatalf("record %d of %d bytes", i, n)
+		}
+	}
+	if c.pos != size+48 {
+		t.Fatalf("layout moved: consumer at %d, want %d", c.pos, size+48)
+	}
+	if c.pending() {
+		t.Fatal("stale bytes read as a ready record")
 	}
 }
 
@@ -156,15 +186,10 @@ func TestRingConcurrent(t *testing.T) {
 			}
 			binary.LittleEndian.PutUint32(b[4:], crc32.ChecksumIEEE(b[8:]))
 			for !p.put(b[:4], b[4:]) {
-				p.publish()
 				runtime.Gosched()
 			}
 			i++
-			if r.IntN(4) == 0 {
-				p.publish()
-			}
 		}
-		p.publish()
 	})
 	next := 0
 	for next < records {
@@ -172,7 +197,6 @@ func TestRingConcurrent(t *testing.T) {
 			runtime.Gosched()
 			continue
 		}
-		c.begin()
 		for d, ok := c.next(); ok; d, ok = c.next() {
 			if seq := int(binary.LittleEndian.Uint32(d)); seq != next {
 				t.Fatalf("record %d arrived as %d", seq, next)

@@ -118,6 +118,7 @@ type Options struct {
 
 // Stats counts what a transport did.
 type Stats struct {
-	Peers   int    // connections currently open
-	Dropped uint64 // datagrams dropped: ring full, or no connection to the address
+	Peers      int    // connections currently open
+	Dropped    uint64 // datagrams dropped: no connection to the address, or a backlog past its bound
+	Backlogged uint64 // datagrams that found the ring full and waited for room
 }

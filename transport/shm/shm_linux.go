@@ -69,6 +69,11 @@ type Transport struct {
 	refs        atomic.Int32 // calls touching shared memory; Close waits them out
 	gone        atomic.Bool  // a connection died: GonePeers has work
 	dropped     atomic.Uint64
+	backlogs    atomic.Uint64 // datagrams that waited for ring space
+
+	// Owned by the loop (backlog_linux.go).
+	backlogged int      // connections with a backlog
+	spare      [][]byte // free backlog buffers
 
 	snap atomic.Pointer[snapshot] // the connections, for the loop
 
@@ -94,6 +99,7 @@ var (
 	_ transport.PeerWatcher = (*Transport)(nil)
 	_ transport.PacketSizer = (*Transport)(nil)
 	_ transport.Poller      = (*Transport)(nil)
+	_ transport.Reliable    = (*Transport)(nil)
 )
 
 // Listen opens a shared-memory transport. path is the unix socket through
@@ -219,7 +225,7 @@ func (t *Transport) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Peers: n, Dropped: t.dropped.Load()}
+	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load()}
 }
 
 // acquire marks a call that touches shared memory; false if closed.
@@ -241,12 +247,12 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		return 0, transport.ErrClosed
 	}
 	defer t.release()
+	t.flushAll()
 	n, bytes := 0, 0
 	for _, c := range t.snap.Load().conns {
 		if !c.in.pending() {
 			continue
 		}
-		c.in.begin()
 		// At most receiveBudget bytes per connection and call: the loop
 		// returns the peer's credits only after Receive returns.
 		for d, ok := c.in.next(); ok; d, ok = c.in.next() {
@@ -269,8 +275,9 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 const receiveBudget = 256 << 10
 
 // Send copies each datagram into the ring of its peer's connection and
-// rings the peer if it sleeps. A datagram to an address with no connection,
-// or that finds its ring full, is dropped. To an address that was resolved
+// rings the peer if it sleeps. A datagram that finds the ring full waits
+// in the connection's backlog (backlog_linux.go); one to an address with no
+// connection is dropped. To an address that was resolved
 // before but whose connection is gone (a restarted server), Send starts a
 // new connection in the background, at most every 20 ms.
 func (t *Transport) Send(msgs []transport.Message) error {
@@ -293,12 +300,15 @@ func (t *Transport) Send(msgs []transport.Message) error {
 				continue
 			}
 		}
-		if c.dead.Load() || !c.out.put(m.Head, m.Payload) {
+		if c.dead.Load() {
 			t.dropped.Add(1)
 			continue
 		}
-		c.out.publish()
-		c.ringPeer()
+		if t.flush(c) && c.out.put(m.Head, m.Payload) {
+			c.ringPeer()
+			continue
+		}
+		t.queueBacklog(c, m) // the ring is full: in order, after what waits
 	}
 	return err
 }
@@ -373,6 +383,13 @@ func (t *Transport) Wait(deadline time.Time) error {
 	defer t.release()
 	if t.wakePending.Swap(false) || t.ready() {
 		return nil
+	}
+	if t.backlogged > 0 {
+		// Datagrams wait for room in a peer's ring: come back soon to
+		// move them, whatever the engine's deadline.
+		if retry := time.Now().Add(backlogRetry); deadline.IsZero() || retry.Before(deadline) {
+			deadline = retry
+		}
 	}
 	if t.opts.Spin != 0 {
 		start := time.Now()
@@ -479,6 +496,7 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	t.unreachable = t.unreachable[:0]
 	t.mu.Unlock()
 	for _, c := range dead {
+		t.flush(c) // discards its backlog
 		c.unmap()
 	}
 	return dst

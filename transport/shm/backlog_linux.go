@@ -1,0 +1,108 @@
+//go:build linux
+
+package shm
+
+import (
+	"time"
+
+	"github.com/erpc-go/erpc/transport"
+)
+
+// A shared-memory peer is reliable (transport.Reliable): while it lives,
+// every datagram reaches it once and in order, which lets the engine run
+// its sessions over shm without retransmission timers (the lean path). A
+// datagram that finds the peer's ring full waits in the connection's
+// backlog, in this process's memory, and enters the ring ahead of any
+// later one as the peer frees room: each Receive and Send moves what fits,
+// and Wait sleeps at most backlogRetry while anything waits.
+//
+// The engine's credits bound the datagrams a session has in flight, so a
+// backlog stays bounded. A peer that stops reading altogether (hung, not
+// dead: death closes its socket) could still make it grow with keepalives
+// and new sessions; past maxBacklog bytes datagrams are dropped and
+// counted, and the sessions to that peer end by their failure timeout
+// since it answers nothing either.
+const (
+	backlogRetry = 100 * time.Microsecond
+	maxBacklog   = 64 << 20
+)
+
+// backlog is a connection's queue of datagrams waiting for ring space,
+// owned by the event loop.
+type backlog struct {
+	q     [][]byte
+	head  int
+	bytes int
+}
+
+func (b *backlog) empty() bool { return b.head == len(b.q) }
+
+// queueBacklog queues m for c, copied into a spare buffer.
+func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
+	n := m.Len()
+	if c.backlog.bytes+n > maxBacklog {
+		t.dropped.Add(1)
+		return
+	}
+	var buf []byte
+	if k := len(t.spare); k > 0 && cap(t.spare[k-1]) >= n {
+		buf, t.spare = t.spare[k-1][:0], t.spare[:k-1]
+	} else {
+		buf = make([]byte, 0, max(n, 256))
+	}
+	buf = append(append(buf, m.Head...), m.Payload...)
+	if c.backlog.empty() {
+		t.backlogged++
+	}
+	c.backlog.q = append(c.backlog.q, buf)
+	c.backlog.bytes += n
+	t.backlogs.Add(1)
+}
+
+// flush moves c's backlog into its ring while there is room and reports
+// whether the backlog is empty now. A dead connection's backlog is
+// discarded: nobody will read it.
+func (t *Transport) flush(c *conn) bool {
+	b := &c.backlog
+	if b.empty() {
+		return true
+	}
+	moved := false
+	for !b.empty() {
+		d := b.q[b.head]
+		if !c.dead.Load() && !c.out.put(d, nil) {
+			break
+		}
+		moved = moved || !c.dead.Load()
+		b.q[b.head] = nil
+		b.head++
+		b.bytes -= len(d)
+		if len(t.spare) < 64 {
+			t.spare = append(t.spare, d[:0])
+		}
+	}
+	if moved {
+		c.ringPeer()
+	}
+	if !b.empty() {
+		return false
+	}
+	clear(b.q)
+	b.q, b.head, b.bytes = b.q[:0], 0, 0
+	t.backlogged--
+	return true
+}
+
+// flushAll moves every backlog that it can.
+func (t *Transport) flushAll() {
+	if t.backlogged == 0 {
+		return
+	}
+	for _, c := range t.snap.Load().conns {
+		t.flush(c)
+	}
+}
+
+// Reliable reports that datagrams to a live peer are never lost,
+// duplicated or reordered (transport.Reliable).
+func (t *Transport) Reliable() bool { return true }
