@@ -157,6 +157,9 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	if cfg.Uncongested == nil {
 		cfg.Uncongested = uncongested(tr)
 	}
+	if cfg.Reliable == nil {
+		cfg.Reliable = reliable(tr)
+	}
 	cfg.Paths = 1
 	if p, ok := tr.(transport.Pather); ok {
 		cfg.Paths = p.Paths()

@@ -49,8 +49,13 @@ func (ep *Endpoint) run() {
 	ep.loop.idleCheck = func() bool { return ep.cmds.n.Load() > 0 }
 	idleSince := ep.now()
 	parked := time.Duration(-1) // the last park, until the turn after it
+	polled := false             // the last turn was idle and its poll found work
 	for {
-		now := ep.now()
+		now := ep.loop.now
+		if !polled {
+			now = ep.now()
+		}
+		polled = false
 		ep.loop.now = now
 		n, err := ep.tr.Receive(ep.loop.onDatagram)
 		if err != nil {
@@ -75,7 +80,7 @@ func (ep *Endpoint) run() {
 			continue
 		}
 		if spin := ep.loop.spin.cur; spin < 0 || now.Sub(idleSince) < spin {
-			ep.idle()
+			polled = ep.idle()
 			continue
 		}
 		ep.sleep()
@@ -92,11 +97,12 @@ const pollChecks = 64
 
 // idle spends one idle turn: a poll of the transport where it has a cheap
 // check, then a yield.
-func (ep *Endpoint) idle() {
+func (ep *Endpoint) idle() (found bool) {
 	if ep.loop.poller != nil && ep.loop.poller.Poll(pollChecks, ep.loop.idleCheck) {
-		return
+		return true
 	}
 	ep.yield()
+	return false
 }
 
 // yield lets other goroutines run between two idle checks: in the default

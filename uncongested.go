@@ -19,3 +19,15 @@ func uncongested(tr transport.Transport) func(netip.AddrPort) bool {
 	}
 	return func(a netip.AddrPort) bool { return a.Addr().Unmap().IsLoopback() }
 }
+
+// reliable says which peers take the engine's lean path: all of a
+// transport that delivers every datagram once and in order while the
+// peer lives (transport.Reliable: shared memory), none otherwise. A
+// transport that wraps another (fault injection) hides the interface, and
+// its sessions keep their timers.
+func reliable(tr transport.Transport) func(netip.AddrPort) bool {
+	if r, ok := tr.(transport.Reliable); ok && r.Reliable() {
+		return func(netip.AddrPort) bool { return true }
+	}
+	return nil
+}

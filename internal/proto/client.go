@@ -84,6 +84,7 @@ type clientSide struct {
 	// pacedUntil is when the pacer lets the next new packet go, if it has
 	// held one back (Never otherwise): the session's timer comes back then.
 	noCC       bool // credits alone: NoCongestionControl, or an Uncongested peer
+	lean       bool // a Reliable peer: nothing is lost, nothing is resent (implies noCC)
 	cc         cc.Controller
 	pacedUntil Time
 	flight     inflightList
@@ -104,9 +105,9 @@ type clientSide struct {
 	// wait twice as long per expiry in a row (timeouts) until a reply
 	// comes. A whole window expiring at once was a host stall more often
 	// than a loss (a 3 ms pause of the peer's process resent 64 packets
-	// on loopback). When the copy an expiry gave up on is answered after
-	// all (rtoSeq, sent at rtoSent), the timeout was spurious (Eifel):
-	// rtoFloor rises to twice the delay that answer took.
+	// on loopback). When the copy the first expiry in a row gave up on is
+	// answered after all (rtoSeq, sent at rtoSent), the timeout was
+	// spurious (Eifel): rtoFloor rises to twice the delay that answer took.
 	timeouts uint8
 	rtoFloor time.Duration
 	rtoSeq   uint32
@@ -257,6 +258,9 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 	}
 	if e.cfg.NoCongestionControl {
 		s.c.noCC = true
+	}
+	if e.cfg.Reliable != nil && e.cfg.Reliable(addr) {
+		s.c.lean, s.c.noCC = true, true
 	}
 	e.newSession(s)
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)

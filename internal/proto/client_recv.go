@@ -44,7 +44,9 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	if e.sessions[s.num] != s {
 		return
 	}
-	e.detectLoss(now, s)
+	if !s.c.lean {
+		e.detectLoss(now, s)
+	}
 	e.pump(now, s)
 	e.settle(now, s)
 }
@@ -79,6 +81,9 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 	cs.ackRecord(j)
 	cs.lastAck = now
 	cs.timeouts = 0
+	if cs.lean {
+		return // no loss to detect, no timer to set: no marks, no samples
+	}
 	// Only a reply to this very transmission says later-sent packets were
 	// overtaken; a record dropped because another copy was answered does not.
 	if m := &cs.largest[r.path]; !m.ok || seqBefore(m.seq, r.seq) {

@@ -75,6 +75,12 @@ type Config struct {
 	// window taken for a network's throttles it (erpc-bench rate, 64 in
 	// flight over loopback: 0.25x of credits alone).
 	Uncongested func(netip.AddrPort) bool
+	// Reliable, if set, names the peers the transport delivers to exactly
+	// once and in order, reporting their death (PeerGone) instead of
+	// losing datagrams: shared memory. Sessions to them take the lean
+	// path, with no retransmission timers, loss detection or RTT samples;
+	// at-most-once, deadlines, cancellation and failure detection stay.
+	Reliable func(netip.AddrPort) bool
 
 	// MaxSessions caps the server sessions of this engine. Default 65536.
 	MaxSessions int

@@ -361,8 +361,8 @@ func TestClientTable_RTORestartsOnReply(t *testing.T) {
 
 // TestClientTable_TimeoutDiscipline: a stalled server (no reply at all)
 // costs one retransmission per expiry, not one per packet in flight, with
-// the timeout doubling per expiry in a row; an answer to the copy an
-// expiry gave up on proves the stall (Eifel) and raises the timeout's
+// the timeout doubling per expiry in a row; an answer to the copy the
+// first expiry gave up on proves the stall (Eifel) and raises the timeout's
 // floor to twice that answer's delay, so the next stall of that length
 // resends nothing.
 func TestClientTable_TimeoutDiscipline(t *testing.T) {
@@ -376,13 +376,14 @@ func TestClientTable_TimeoutDiscipline(t *testing.T) {
 	}
 	tc.tick("the first RTO: the oldest only", time.Millisecond, []out{{Type: wire.TypeReq, ReqNum: 0, Seq: 6, MsgSize: 1, Len: 1}})
 	tc.tick("twice the RTO later: the next oldest", 2*time.Millisecond, []out{{Type: wire.TypeReq, ReqNum: 1, Seq: 7, MsgSize: 1, Len: 1}})
-	// 3 ms after it left, the original of request 1 is answered: a stall.
-	tc.step("the given-up copy of request 1 answered", tc.srv(wire.TypeResp, 0, 0, 1, 0, 3, 1, []byte("y")), nil, "response")
+	// 3 ms after it left, the copy of request 0 the first expiry gave up
+	// on is answered: the server stalled.
+	tc.step("the given-up copy of request 0 answered", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 1, []byte("y")), nil, "response")
 	if st := tc.e.Stats(); st.SpuriousTimeouts != 1 || st.Retransmits != 2 {
 		t.Fatalf("stats %+v, want 2 retransmits and 1 spurious timeout", st)
 	}
 	for i := 0; i < 4; i++ { // the others answered: the session is idle
-		if i == 1 {
+		if i == 0 {
 			continue
 		}
 		tc.step("answer", tc.srv(wire.TypeResp, 0, 0, uint64(i), 0, uint32(2+i), 1, []byte("y")), nil, "response")
@@ -508,4 +509,24 @@ func TestClientTable_UncongestedPeer(t *testing.T) {
 		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP},
 		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP},
 		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
+}
+
+// TestClientTable_LeanPath: a session to a peer the transport delivers to
+// reliably (Config.Reliable: shared memory) resends nothing, however long
+// the server takes, and keeps no RTT state; the same session to any other
+// peer would have resent by the first RTO (TestClientTable_TimeoutDiscipline).
+func TestClientTable_LeanPath(t *testing.T) {
+	tc := newTClient(t, Config{MinRTO: time.Millisecond, Reliable: func(netip.AddrPort) bool { return true }})
+	tc.call("send", []byte("x"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
+	for range 5 {
+		tc.tick("a stalled server: nothing resent", 20*time.Millisecond, nil)
+	}
+	tc.step("the answer", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 1, []byte("y")), nil, "response")
+	if st := tc.e.Stats(); st.Retransmits != 0 || st.CreditsInUse != 0 || st.PendingCalls != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	s := tc.e.session(tc.sid)
+	if !s.c.lean || s.c.rtt.has && s.c.rtt.latest != 20*time.Microsecond {
+		t.Fatalf("lean %v, RTT sampled %v", s.c.lean, s.c.rtt.latest)
+	}
 }

@@ -24,17 +24,23 @@ func (cs *clientSide) expiry(r *inflight, rto time.Duration, cfg *Config) Time {
 }
 
 // expire notes that the timer gave up on r, which is about to be sent
-// again: the other packets' timers restart from now.
+// again: the other packets' timers restart from now. The first expiry of
+// a stretch without replies remembers the copy it gave up on: the one a
+// stalled peer answers first.
 func (cs *clientSide) expire(now Time, r *inflight) {
+	if cs.timeouts == 0 {
+		cs.rtoSeq, cs.rtoSent = r.seq, r.sentAt
+	}
 	cs.timeouts = min(cs.timeouts+1, 30)
 	cs.lastAck = now
-	cs.rtoSeq, cs.rtoSent = r.seq, r.sentAt
 }
 
-// noteLateReply looks at a reply that answers no packet in flight: if it
-// answers the copy the last expiry gave up on, that copy was not lost but
-// late, and the timeout's floor rises to twice the delay it took.
+// noteLateReply looks at a reply that answers no packet in flight. Any
+// reply ends a stretch of expiries. One to the copy the stretch's first
+// expiry gave up on proves that copy was late, not lost, and the
+// timeout's floor rises to twice the delay it took.
 func (e *Engine) noteLateReply(now Time, cs *clientSide, h *wire.Header) {
+	cs.timeouts = 0
 	if cs.rtoSeq == 0 || h.TxSeq != cs.rtoSeq {
 		return
 	}
