@@ -17,11 +17,11 @@ import (
 // and Wait sleeps at most backlogRetry while anything waits.
 //
 // The engine's credits bound the datagrams a session has in flight, so a
-// backlog stays bounded. A peer that stops reading altogether (hung, not
-// dead: death closes its socket) could still make it grow with keepalives
-// and new sessions; past maxBacklog bytes datagrams are dropped and
-// counted, and the sessions to that peer end by their failure timeout
-// since it answers nothing either.
+// backlog stays bounded. A peer that stops reading altogether (hung or
+// hostile, not dead: death closes its socket) could still make backlogs
+// grow with new sessions and requests; past maxBacklog bytes over all
+// connections, datagrams are dropped and counted, and the sessions to
+// that peer end by their failure timeout since it answers nothing either.
 const (
 	backlogRetry = 100 * time.Microsecond
 	maxBacklog   = 64 << 20
@@ -40,7 +40,7 @@ func (b *backlog) empty() bool { return b.head == len(b.q) }
 // queueBacklog queues m for c, copied into a spare buffer.
 func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
 	n := m.Len()
-	if c.backlog.bytes+n > maxBacklog {
+	if t.backlogBytes+n > maxBacklog {
 		t.dropped.Add(1)
 		return
 	}
@@ -56,6 +56,7 @@ func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
 	}
 	c.backlog.q = append(c.backlog.q, buf)
 	c.backlog.bytes += n
+	t.backlogBytes += n
 	t.backlogs.Add(1)
 }
 
@@ -77,6 +78,7 @@ func (t *Transport) flush(c *conn) bool {
 		b.q[b.head] = nil
 		b.head++
 		b.bytes -= len(d)
+		t.backlogBytes -= len(d)
 		if len(t.spare) < 64 {
 			t.spare = append(t.spare, d[:0])
 		}

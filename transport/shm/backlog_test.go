@@ -57,3 +57,23 @@ func TestFullRingLosesNothing(t *testing.T) {
 		t.Fatalf("stats %+v: dropped datagrams", st)
 	}
 }
+
+// TestBacklogBounded: a peer that never reads (hung or hostile) costs at
+// most the transport's backlog bound, 64 MiB over all connections; past
+// it datagrams are dropped and counted.
+func TestBacklogBounded(t *testing.T) {
+	a, b := pair(t, shm.Options{})
+	d := make([]byte, a.MaxDatagram())
+	n := (80 << 20) / len(d)
+	for range n {
+		if err := a.Send([]transport.Message{{To: b.LocalAddr(), Payload: d}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := a.Stats()
+	held := int(st.Backlogged) * len(d)
+	t.Logf("%d datagrams of %d bytes: %+v", n, len(d), st)
+	if st.Dropped == 0 || held > 64<<20 || held < 32<<20 {
+		t.Fatalf("80 MiB to a peer that reads nothing: %+v (%d MiB backlogged)", st, held>>20)
+	}
+}

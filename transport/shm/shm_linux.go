@@ -72,8 +72,9 @@ type Transport struct {
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
 	// Owned by the loop (backlog_linux.go).
-	backlogged int      // connections with a backlog
-	spare      [][]byte // free backlog buffers
+	backlogged   int      // connections with a backlog
+	backlogBytes int      // bytes in all backlogs, at most maxBacklog
+	spare        [][]byte // free backlog buffers
 
 	snap atomic.Pointer[snapshot] // the connections, for the loop
 
