@@ -72,9 +72,11 @@ type Transport struct {
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
 	// Owned by the loop (backlog_linux.go).
-	backlogged   int      // connections with a backlog
-	backlogBytes int      // bytes in all backlogs, at most maxBacklog
-	spare        [][]byte // free backlog buffers
+	lastConn     *conn     // the connection the last Send used
+	lastSnap     *snapshot // the snapshot it came from
+	backlogged   int       // connections with a backlog
+	backlogBytes int       // bytes in all backlogs, at most maxBacklog
+	spare        [][]byte  // free backlog buffers
 
 	snap atomic.Pointer[snapshot] // the connections, for the loop
 
@@ -288,7 +290,10 @@ func (t *Transport) Send(msgs []transport.Message) error {
 	defer t.release()
 	s := t.snap.Load()
 	var err error
-	var c *conn
+	c := t.lastConn // the peer of the last Send: a ping-pong skips the map
+	if t.lastSnap != s {
+		c = nil
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Len() > t.maxDgram {
@@ -311,6 +316,7 @@ func (t *Transport) Send(msgs []transport.Message) error {
 		}
 		t.queueBacklog(c, m) // the ring is full: in order, after what waits
 	}
+	t.lastConn, t.lastSnap = c, s
 	return err
 }
 
