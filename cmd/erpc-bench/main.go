@@ -14,6 +14,7 @@
 //	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
 //	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
 //	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
+//	go run ./cmd/erpc-bench latency -busy -size 32 -vs raw-udp,udp-floor
 //	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
 //	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
 //	go run ./cmd/erpc-bench slo -dist bimodal1 -policy jbsq,hash -vs grpc -workers 4 -plot slo.svg

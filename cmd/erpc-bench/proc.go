@@ -237,6 +237,8 @@ func newServerImpl(cfg srvConfig) (serverImpl, error) {
 		return newErpcServer(cfg)
 	case "raw-udp":
 		return newRawUDPServer(cfg)
+	case "udp-floor":
+		return newUDPFloorServer(cfg)
 	case "raw-shm":
 		return newRawShmServer(cfg)
 	case "grpc":

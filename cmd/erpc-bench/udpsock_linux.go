@@ -40,7 +40,9 @@ type udpSock struct {
 	rxBufs  []byte
 	rxN     int
 	rxErr   syscall.Errno
-	rfn     func(uintptr) bool
+	// rxBatched: the last receive found datagrams (see recvOnce).
+	rxBatched bool
+	rfn       func(uintptr) bool
 
 	// Send batch: entries of one datagram or one GSO train each.
 	gso     bool
@@ -149,12 +151,25 @@ func (s *udpSock) recvOnce(fd uintptr) {
 		h.Flags = 0
 		s.rxHdrs[i].Len = 0
 	}
-	n, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.rxHdrs[0])), sockBatch,
-		unix.MSG_DONTWAIT, 0, 0)
+	// As erpc's transport: one datagram (recvmsg) while the socket was
+	// last found empty, a batch (recvmmsg) after it had some.
+	var n uintptr
+	var e syscall.Errno
+	if !s.rxBatched {
+		n, _, e = unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&s.rxHdrs[0].Hdr)), unix.MSG_DONTWAIT)
+		if e == 0 {
+			s.rxHdrs[0].Len = uint32(n)
+			n = 1
+		}
+	} else {
+		n, _, e = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&s.rxHdrs[0])), sockBatch,
+			unix.MSG_DONTWAIT, 0, 0)
+	}
 	s.rxN, s.rxErr = int(n), e
 	if e != 0 {
 		s.rxN = 0
 	}
+	s.rxBatched = s.rxN > 0
 }
 
 // recv reads one batch and returns the number of messages in it (see
