@@ -151,7 +151,7 @@ func (b *bench) runGrid(loss float64, extra func(*result)) error {
 		defer p.stop()
 		peers = append(peers, p)
 	}
-	pts := b.points(1, loss)
+	pts := b.points(max(b.cfg.rateSessions, 1), loss)
 	b.out.expect(len(pts) * len(peers))
 	for k, pt := range pts {
 		for j := range peers {

@@ -28,12 +28,14 @@ type config struct {
 	quick     bool
 	pin       bool
 	window    int
-	rawDgram  int
-	rawWindow int
-	progress  bool
-	slo       *sloConfig // the slo scenario's flags
-	net       *netConfig // incast and multipath flags (net_flags.go)
-	testbed   bool       // loss: over nftables loss on a namespace testbed (net_loss.go)
+	// rateSessions: the rate scenario's erpc sessions per point (-sessions).
+	rateSessions int
+	rawDgram     int
+	rawWindow    int
+	progress     bool
+	slo          *sloConfig // the slo scenario's flags
+	net          *netConfig // incast and multipath flags (net_flags.go)
+	testbed      bool       // loss: over nftables loss on a namespace testbed (net_loss.go)
 }
 
 // allSystems lists every system erpc-bench knows, in display order.
@@ -74,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	size := fs.String("size", "", "request sizes, comma-separated (suffix K or M for KiB, MiB); default per scenario")
 	conc := fs.String("c", "", "calls in flight, comma-separated; default per scenario")
-	sess := fs.String("sessions", "1,1000,20000", "sessions scenario: numbers of sessions")
+	sess := fs.String("sessions", "1,1000,20000", "sessions scenario: numbers of sessions; rate: the erpc sessions a point's calls are spread over (one number)")
 	loss := fs.String("loss", "0,1e-5,1e-3,1e-2", "loss scenario: packet loss probabilities (0 is always added as the reference)")
 	fs.IntVar(&c.resp, "resp", 0, "response size in bytes (0: echo the request; bandwidth: 32)")
 	fs.DurationVar(&c.dur, "d", 2*time.Second, "measured duration per point")
@@ -118,14 +120,25 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.scenario == "latency" {
 		c.conc = []int{1}
 	}
-	if c.scenario == "rate" && c.window == 0 {
-		c.window = slices.Max(c.conc)
-	}
 	if c.sessions, err = parseInts(*sess); err != nil {
 		return nil, fmt.Errorf("-sessions: %w", err)
 	}
 	if c.scenario == "sessions" && c.quick {
 		c.sessions = []int{1, 1000}
+	}
+	if c.scenario == "rate" {
+		// -sessions spreads each point's calls over that many erpc
+		// sessions of the client endpoint, round robin.
+		c.rateSessions = 1
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "sessions" {
+				c.rateSessions = c.sessions[0]
+			}
+		})
+		if c.window == 0 {
+			// The window is per session: the calls of one.
+			c.window = (slices.Max(c.conc) + c.rateSessions - 1) / c.rateSessions
+		}
 	}
 	for _, f := range splitList(*loss) {
 		p, err := strconv.ParseFloat(f, 64)

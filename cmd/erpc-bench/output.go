@@ -64,7 +64,7 @@ func record(scenario, cores string, busy bool, r result) jsonRecord {
 	}
 	j := jsonRecord{
 		Scenario: scenario, System: r.system, Transport: r.tr,
-		Size: r.p.size, RespSize: r.p.resp, Concurrency: r.p.conc, Sessions: max(r.p.sessions, 1),
+		Size: r.p.size, RespSize: r.p.resp, Concurrency: r.p.conc, Sessions: sessionsOf(r.system, r.p.sessions),
 		DurationS: round3(r.secs), Ops: r.ops, Errors: r.errs,
 		P50: us(r.h.quantile(0.50)), P90: us(r.h.quantile(0.90)),
 		P99: us(r.h.quantile(0.99)), P999: us(r.h.quantile(0.999)),
@@ -352,4 +352,14 @@ func humanSize(n int) string {
 		return fmt.Sprintf("%dKiB", n>>10)
 	}
 	return fmt.Sprintf("%dB", n)
+}
+
+// sessionsOf is how many sessions (connections, streams) a system used for
+// a point: erpc's spread the point's calls over p.sessions; the others
+// run one stream or connection whatever -sessions says.
+func sessionsOf(system string, sessions int) int {
+	if strings.HasPrefix(system, "erpc") {
+		return max(sessions, 1)
+	}
+	return 1
 }
