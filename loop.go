@@ -34,8 +34,9 @@ func (l *loopState) init(handlers *handlerTable) {
 	}
 }
 
-// run is the event loop: receive a batch, run timers, dispatch events and
-// queued commands until both are quiet, send, and sleep when idle.
+// run is the event loop: receive a batch, dispatch events and queued
+// commands until both are quiet, send, run the timers, and sleep when
+// idle.
 func (ep *Endpoint) run() {
 	defer close(ep.loopDone)
 	ep.watch.gid.Store(goroutineID())
@@ -64,13 +65,21 @@ func (ep *Endpoint) run() {
 			ep.loop.stopped = true
 		}
 		ep.checkPeers(now)
-		ep.eng.Tick(now)
 		worked := ep.process(now) || n > 0
 		if parked >= 0 {
 			ep.loop.spin.afterPark(parked, worked)
 			parked = -1
 		}
 		ep.flush(now)
+		// The timers after the turn's packets left: their bookkeeping
+		// (a deadline per session the turn touched) is off the path of
+		// a reply, and every deadline the turn set is later than now, so
+		// none is missed. What they send goes at once; what they report
+		// makes the turn a working one, handled by the next.
+		ep.eng.Tick(now)
+		if ep.flush(now) || ep.eng.HasEvents() {
+			worked = true
+		}
 		if ep.loop.stopped {
 			ep.stop(now)
 			return
@@ -131,6 +140,9 @@ func (ep *Endpoint) checkPeers(now proto.Time) {
 // produces more work. This is where user code runs: handlers,
 // continuations, posted functions.
 func (ep *Endpoint) process(now proto.Time) (worked bool) {
+	if !ep.eng.HasEvents() && ep.cmds.n.Load() <= 0 {
+		return false // an idle turn: no user code, no stall watch to set
+	}
 	ep.watch.enterUser(now)
 	defer ep.watch.leaveUser()
 	for range 64 {
@@ -169,13 +181,13 @@ func (ep *Endpoint) sleep() {
 // flush sends what the engine has to send. Commands posted meanwhile run
 // first: a call's cancel withdraws the call's packets before they are
 // read, which is what lets a canceled Call return while the loop is busy.
-func (ep *Endpoint) flush(now proto.Time) {
+func (ep *Endpoint) flush(now proto.Time) (sent bool) {
 	if ep.cmds.n.Load() > 0 {
 		ep.process(now)
 	}
 	pkts := ep.eng.Outgoing(now)
 	if len(pkts) == 0 {
-		return
+		return false
 	}
 	msgs := ep.loop.msgs[:0]
 	for i := range pkts {
@@ -191,6 +203,7 @@ func (ep *Endpoint) flush(now proto.Time) {
 	}
 	clear(msgs)
 	ep.loop.msgs = msgs[:0]
+	return true
 }
 
 // dispatchEvents handles what the engine reported.

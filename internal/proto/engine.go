@@ -175,6 +175,9 @@ func (e *Engine) NextDeadline() Time {
 	return d
 }
 
+// HasEvents reports whether NextEvent has an event to pop.
+func (e *Engine) HasEvents() bool { return e.evHead < len(e.events) }
+
 // NextEvent pops the oldest pending event.
 func (e *Engine) NextEvent() (Event, bool) {
 	if e.evHead == len(e.events) {
