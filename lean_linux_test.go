@@ -13,8 +13,9 @@ import (
 )
 
 // TestLeanPathOverSharedMemory: sessions over shared memory take the
-// engine's lean path (the transport delivers every datagram, so nothing is
-// ever resent) and sessions over UDP do not. The same server, whose
+// engine's lean path (the transport delivers every datagram: no loss
+// detection, and only a 100 ms safety-net timer) and sessions over UDP
+// do not. The same server, whose
 // handler holds its event loop for 40 ms (longer than the 5 ms timeout of
 // a same-host session), is called over both: the UDP client resends (the
 // fault this test relies on, asserted), the shm client does not, and over

@@ -129,8 +129,9 @@ var ErrTooLarge = errors.New("transport: datagram larger than MaxDatagram")
 // Reliable is an optional interface of a transport that delivers every
 // datagram to a live peer exactly once and in order, and learns at once
 // when a peer is gone (PeerWatcher), as shared memory does. Sessions over
-// it take the engine's lean path: no retransmission timers, loss
-// detection or RTT samples (a datagram is never lost, only its peer).
+// it take the engine's lean path: no loss detection or RTT samples, and
+// only a 100 ms safety-net timer (a datagram is never lost, only its
+// peer; the timer covers a peer whose own side breaks the promise).
 type Reliable interface {
 	Reliable() bool
 }

@@ -84,7 +84,7 @@ type clientSide struct {
 	// pacedUntil is when the pacer lets the next new packet go, if it has
 	// held one back (Never otherwise): the session's timer comes back then.
 	noCC       bool // credits alone: NoCongestionControl, or an Uncongested peer
-	lean       bool // a Reliable peer: nothing is lost, nothing is resent (implies noCC)
+	lean       bool // a Reliable peer: no loss detection, no RTT samples, a safety-net timer only (implies noCC)
 	cc         cc.Controller
 	pacedUntil Time
 	flight     inflightList
@@ -260,7 +260,12 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 		s.c.noCC = true
 	}
 	if e.cfg.Reliable != nil && e.cfg.Reliable(addr) {
+		// Our transport delivers what we send; the peer's replies cross
+		// its own, which may not keep that promise (a fault injector
+		// wrapped around it, a peer that drops on a full ring). The
+		// timer stays as a safety net at leanRTO, far above any stall.
 		s.c.lean, s.c.noCC = true, true
+		s.c.rtoFloor = min(max(s.c.rtoFloor, leanRTO), e.cfg.MaxRTO)
 	}
 	e.newSession(s)
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)

@@ -236,11 +236,8 @@ func (e *Engine) clientDeadline(s *session) Time {
 	rto := cs.rto(cfg)
 	loss := cs.rtt.lossDelay(cfg)
 	for _, r := range cs.flight.recs {
-		if cs.lean {
-			break // nothing in flight is ever resent
-		}
 		d = minTime(d, cs.expiry(&r, rto, cfg))
-		if cs.overtaken(r.seq, r.path, 1) {
+		if !cs.lean && cs.overtaken(r.seq, r.path, 1) {
 			d = minTime(d, r.sentAt.Add(loss))
 		}
 	}
@@ -289,9 +286,9 @@ func (e *Engine) clientTimer(now Time, s *session) {
 	rto := cs.rto(cfg)
 	loss := cs.rtt.lossDelay(cfg)
 	expired := false
-	for j := 0; j < cs.flight.len() && !cs.lean; {
+	for j := 0; j < cs.flight.len(); {
 		r := &cs.flight.recs[j]
-		if cs.overtaken(r.seq, r.path, 1) && now >= r.sentAt.Add(loss) {
+		if !cs.lean && cs.overtaken(r.seq, r.path, 1) && now >= r.sentAt.Add(loss) {
 			e.retransmit(now, s, j)
 			continue
 		}

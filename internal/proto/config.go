@@ -78,8 +78,10 @@ type Config struct {
 	// Reliable, if set, names the peers the transport delivers to exactly
 	// once and in order, reporting their death (PeerGone) instead of
 	// losing datagrams: shared memory. Sessions to them take the lean
-	// path, with no retransmission timers, loss detection or RTT samples;
-	// at-most-once, deadlines, cancellation and failure detection stay.
+	// path, with no loss detection or RTT samples and a retransmission
+	// timer of 100 ms at least, a safety net for a peer whose own side
+	// drops what it sends; at-most-once, deadlines, cancellation and
+	// failure detection stay.
 	Reliable func(netip.AddrPort) bool
 
 	// MaxSessions caps the server sessions of this engine. Default 65536.

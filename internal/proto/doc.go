@@ -56,7 +56,24 @@
 //     takes a millisecond to drain at the receiver, late but not lost.
 //     Replies carry the time the server
 //     held the packet (wire.Header.HoldMicros), which the client subtracts,
-//     so handler time does not inflate the RTO.
+//     so handler time does not inflate the RTO. An expiry resends the
+//     oldest packet only and restarts the others' timers, doubling per
+//     expiry in a row (TCP): a host that stalls a process for a few
+//     milliseconds used to expire whole windows at once. A reply to the
+//     copy the first expiry of a stretch gave up on proves the expiry
+//     spurious (Eifel, Stats.SpuriousTimeouts) and raises the session's
+//     floor to twice that reply's delay; same-host sessions
+//     (Config.Uncongested) start at eRPC's 5 ms (timeout.go).
+//   - The lean path (SHRIMP's specialised path beside the general one).
+//     Sessions to peers the transport delivers to once and in order
+//     (Config.Reliable: shared memory) keep no loss detection and take no
+//     RTT samples, and their timer is a 100 ms safety net for a peer whose
+//     own side breaks the promise; credits, at-most-once, deadlines,
+//     cancellation and failure detection are the general path's.
+//   - A client session's per-packet work walks nothing: deadlines are
+//     taken once per session per batch (Tick, NextDeadline), free slots
+//     sit on a stack and the next slot to send in a stamped queue
+//     (sendorder.go), in-flight records are found by binary search.
 //   - Slow handlers cost nothing on the wire. A request whose handler has not
 //     answered by the end of the loop round gets a "pending" credit return;
 //     the client holds no credit and retransmits nothing while it waits,

@@ -512,13 +512,15 @@ func TestClientTable_UncongestedPeer(t *testing.T) {
 }
 
 // TestClientTable_LeanPath: a session to a peer the transport delivers to
-// reliably (Config.Reliable: shared memory) resends nothing, however long
-// the server takes, and keeps no RTT state; the same session to any other
-// peer would have resent by the first RTO (TestClientTable_TimeoutDiscipline).
+// reliably (Config.Reliable: shared memory) resends nothing while the
+// server takes 80 ms, far past any RTO, and keeps no RTT state (the same
+// session to any other peer would have resent within 1 ms:
+// TestClientTable_TimeoutDiscipline). Its only timer is a safety net at
+// 100 ms, for a peer whose own side drops a reply: that recovers the call.
 func TestClientTable_LeanPath(t *testing.T) {
 	tc := newTClient(t, Config{MinRTO: time.Millisecond, Reliable: func(netip.AddrPort) bool { return true }})
 	tc.call("send", []byte("x"), []out{{Type: wire.TypeReq, Seq: 2, MsgSize: 1, Len: 1}})
-	for range 5 {
+	for range 4 {
 		tc.tick("a stalled server: nothing resent", 20*time.Millisecond, nil)
 	}
 	tc.step("the answer", tc.srv(wire.TypeResp, 0, 0, 0, 0, 2, 1, []byte("y")), nil, "response")
@@ -529,4 +531,9 @@ func TestClientTable_LeanPath(t *testing.T) {
 	if !s.c.lean || s.c.rtt.has && s.c.rtt.latest != 20*time.Microsecond {
 		t.Fatalf("lean %v, RTT sampled %v", s.c.lean, s.c.rtt.latest)
 	}
+	// Slot 0 again, with its next number (0 + the window of 8).
+	tc.call("send again", []byte("x"), []out{{Type: wire.TypeReq, ReqNum: 8, Seq: 3, MsgSize: 1, Len: 1}})
+	tc.tick("99 ms: still waiting", 99*time.Millisecond, nil)
+	tc.tick("100 ms, the reply was lost on the peer's side: resent once", time.Millisecond,
+		[]out{{Type: wire.TypeReq, ReqNum: 8, Seq: 4, MsgSize: 1, Len: 1}})
 }

@@ -10,6 +10,12 @@ import (
 // host (Config.Uncongested): eRPC's retransmission timeout.
 const sameHostRTO = 5 * time.Millisecond
 
+// leanRTO is the least timeout of a session on the lean path
+// (Config.Reliable): nothing is lost there unless the peer's side breaks
+// the transport's promise, so the timer only has to end a wait that
+// would otherwise last until the failure timeout.
+const leanRTO = 100 * time.Millisecond
+
 // rto is the session's retransmission timeout: the RTT estimator's, no
 // less than the floor spurious timeouts raised.
 func (cs *clientSide) rto(cfg *Config) time.Duration {
