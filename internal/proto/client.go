@@ -191,45 +191,20 @@ func (cs *clientSide) ackPacket(now Time, i int, kind pktKind, idx uint32) {
 	}
 }
 
-// callQueue is a FIFO of calls waiting for a free slot. It is a ring that
-// only grows, so a steady backlog does not allocate.
-type callQueue struct {
-	buf  []call
-	head int
-	n    int
-}
-
-func (q *callQueue) push(c call) {
-	if q.n == len(q.buf) {
-		nb := make([]call, max(8, 2*len(q.buf)))
-		for i := 0; i < q.n; i++ {
-			nb[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = nb, 0
-	}
-	q.buf[(q.head+q.n)%len(q.buf)] = c
-	q.n++
-}
-
-func (q *callQueue) pop() call {
-	c := q.buf[q.head]
-	q.buf[q.head] = call{}
-	q.head = (q.head + 1) % len(q.buf)
-	q.n--
-	return c
-}
+// callQueue is the FIFO of calls waiting for a free slot.
+type callQueue struct{ ring[call] }
 
 // remove takes the call with id out of the queue, keeping order.
 func (q *callQueue) remove(id CallID) (call, bool) {
-	for i := 0; i < q.n; i++ {
-		if q.buf[(q.head+i)%len(q.buf)].id != id {
+	for i := range q.n {
+		if q.at(i).id != id {
 			continue
 		}
-		c := q.buf[(q.head+i)%len(q.buf)]
+		c := *q.at(i)
 		for j := i; j < q.n-1; j++ {
-			q.buf[(q.head+j)%len(q.buf)] = q.buf[(q.head+j+1)%len(q.buf)]
+			*q.at(j) = *q.at(j + 1)
 		}
-		q.buf[(q.head+q.n-1)%len(q.buf)] = call{}
+		*q.at(q.n - 1) = call{}
 		q.n--
 		return c, true
 	}

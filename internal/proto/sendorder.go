@@ -34,36 +34,18 @@ type sendEntry struct {
 // eRPC stall queue's order, see pump). A slot is stamped afresh each time
 // it gains packets (a call's start, a response's first packet), and only
 // its latest entry counts: older ones are skipped when they reach the
-// front, as are entries of slots that have sent everything. It is a ring
-// that only grows, so a steady load does not allocate.
-type sendQueue struct {
-	buf  []sendEntry
-	head int
-	n    int
-}
-
-func (q *sendQueue) push(e sendEntry) {
-	if q.n == len(q.buf) {
-		nb := make([]sendEntry, max(16, 2*len(q.buf)))
-		for i := range q.n {
-			nb[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = nb, 0
-	}
-	q.buf[(q.head+q.n)%len(q.buf)] = e
-	q.n++
-}
+// front, as are entries of slots that have sent everything.
+type sendQueue struct{ ring[sendEntry] }
 
 // oldest returns the slot with unsent packets that gained them first, or
 // -1, dropping the entries in front of it that no longer count.
 func (q *sendQueue) oldest(slots []clientSlot) int {
 	for q.n > 0 {
-		e := q.buf[q.head]
+		e := q.front()
 		if sl := &slots[e.slot]; sl.order == e.order && sl.hasNew() {
 			return int(e.slot)
 		}
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
+		q.pop()
 	}
 	return -1
 }
