@@ -8,8 +8,12 @@
 // growing, and passes it over the socket with SCM_RIGHTS; both map it and
 // close the descriptor, so nothing is ever visible in /dev/shm and the
 // memory goes away with the last mapping. A datagram is one record in a
-// ring: its bytes and its "ready" mark (the producer's tail) are published
-// by one atomic store.
+// ring, and its "ready" mark is a stamp in the record's own header, stored
+// last: the consumer polls the line that holds the record's first bytes
+// (ring.go). A datagram that finds the ring full waits in the connection's
+// backlog, in order, until the peer frees room, so a live peer receives
+// every datagram once and in order (transport.Reliable; backlog_linux.go)
+// and sessions over shm take the engine's lean path.
 //
 // A peer is as untrusted as the network: it can write anything into the
 // shared memory at any time, and it chooses what it passes in the
@@ -88,7 +92,7 @@ const DefaultMaxPeers = 1024
 // DefaultRingSize is the size of each direction's ring in a connection.
 // The engine keeps at most credits x packet size (32 x 64 KiB = 2 MiB) in
 // flight per session, so rings well above that rarely fill; a datagram that
-// finds its ring full is dropped, like on a network, and retransmitted.
+// finds its ring full waits in the connection's backlog.
 // The memory is allocated only as it is touched.
 const DefaultRingSize = 8 << 20
 
