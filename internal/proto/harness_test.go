@@ -29,7 +29,8 @@ type world struct {
 	byAddr  map[netip.Addr]*host // a host owns every port of its address: one per path
 	actions []action
 	steps   int
-	stuck   int // consecutive steps at the same instant
+	stuck   int                                           // consecutive steps at the same instant
+	onRecv  func(now Time, from netip.AddrPort, size int) // if set, sees every datagram delivered
 }
 
 type action struct {
@@ -94,6 +95,9 @@ func (w *world) step(limit Time) bool {
 		d, ok := w.net.Pop(int64(w.now))
 		if !ok {
 			break
+		}
+		if w.onRecv != nil {
+			w.onRecv(w.now, d.From, len(d.Data))
 		}
 		if h := w.byAddr[d.To.Addr()]; h != nil {
 			h.e.Receive(w.now, d.From, d.Data)
