@@ -108,13 +108,15 @@ type clientSide struct {
 	// on loopback). When the copy the first expiry in a row gave up on is
 	// answered after all (rtoSeq, sent at rtoSent), the timeout was
 	// spurious (Eifel): rtoFloor rises to twice the delay that answer took.
-	timeouts uint8
-	rtoFloor time.Duration
-	rtoSeq   uint32
-	rtoSent  Time
-	orders   uint64 // stamps slots' order: the last clientSlot.order given
-	sendq    sendQueue
-	free     slotStack
+	timeouts  uint8
+	rtoFloor  time.Duration
+	floorBase time.Duration // where rtoFloor started (relaxFloor returns toward it)
+	floorAt   Time          // when rtoFloor last rose or relaxed
+	rtoSeq    uint32
+	rtoSent   Time
+	orders    uint64 // stamps slots' order: the last clientSlot.order given
+	sendq     sendQueue
+	free      slotStack
 
 	waitStart Time // start of the current stretch with something outstanding
 	lastSent  Time
@@ -242,6 +244,7 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 		s.c.lean, s.c.noCC = true, true
 		s.c.rtoFloor = min(max(s.c.rtoFloor, leanRTO), e.cfg.MaxRTO)
 	}
+	s.c.floorBase = s.c.rtoFloor
 	e.newSession(s)
 	s.c.offer = offer(&e.cfg, s.num, e.cfg.Window, e.cfg.Credits)
 	e.sendConnect(now, s)

@@ -81,6 +81,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 	cs.ackRecord(j)
 	cs.lastAck = now
 	cs.timeouts = 0
+	cs.relaxFloor(now)
 	if cs.lean {
 		return // no loss to detect, no timer to set: no marks, no samples
 	}

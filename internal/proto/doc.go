@@ -62,7 +62,8 @@
 //     milliseconds used to expire whole windows at once. A reply to the
 //     copy the first expiry of a stretch gave up on proves the expiry
 //     spurious (Eifel, Stats.SpuriousTimeouts) and raises the session's
-//     floor to twice that reply's delay; same-host sessions
+//     floor to twice that reply's delay, which gives half its rise back
+//     every 10 s of replies; same-host sessions
 //     (Config.Uncongested) start at eRPC's 5 ms (timeout.go).
 //   - The lean path (SHRIMP's specialised path beside the general one).
 //     Sessions to peers the transport delivers to once and in order

@@ -41,6 +41,21 @@ func (cs *clientSide) expire(now Time, r *inflight) {
 	cs.lastAck = now
 }
 
+// floorHalfLife is how often a raised timeout floor gives back half of
+// what it rose by, while replies keep coming: a host that stalled once
+// does not slow the session's loss recovery for the rest of its life.
+const floorHalfLife = 10 * time.Second
+
+// relaxFloor, on a reply, halves what the floor rose by over its base
+// each floorHalfLife since it last rose or relaxed.
+func (cs *clientSide) relaxFloor(now Time) {
+	if cs.rtoFloor <= cs.floorBase || now.Sub(cs.floorAt) < floorHalfLife {
+		return
+	}
+	cs.rtoFloor = cs.floorBase + (cs.rtoFloor-cs.floorBase)/2
+	cs.floorAt = now
+}
+
 // noteLateReply looks at a reply that answers no packet in flight. Any
 // reply ends a stretch of expiries. One to the copy the stretch's first
 // expiry gave up on proves that copy was late, not lost, and the
@@ -53,4 +68,5 @@ func (e *Engine) noteLateReply(now Time, cs *clientSide, h *wire.Header) {
 	cs.rtoSeq = 0
 	e.stats.SpuriousTimeouts++
 	cs.rtoFloor = min(max(cs.rtoFloor, 2*now.Sub(cs.rtoSent)), e.cfg.MaxRTO)
+	cs.floorAt = now
 }
