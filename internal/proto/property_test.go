@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -48,6 +49,7 @@ type scenario struct {
 	paths       int           // client paths; each one's link to the server is slower than the last
 	cutAt       Time          // when the network goes down (partition kind)
 	cutFor      Time          // and for how long
+	lean        bool          // the clients' transport is Reliable (lean kind)
 }
 
 func genScenario(seed uint64, kind string) scenario {
@@ -82,6 +84,12 @@ func genScenario(seed uint64, kind string) scenario {
 		sc.cutFor = Time(50+r.IntN(550)) * Time(time.Millisecond)
 	case "cancel":
 		sc.cancel = 0.3
+	case "lean":
+		// A transport that delivers every datagram once and in order
+		// (shared memory): no loss, duplication, reordering or jitter,
+		// one path; the clients' sessions take the lean path.
+		sc.link.Loss, sc.link.Dup, sc.link.Reorder, sc.link.Jitter = 0, 0, 0, 0
+		sc.paths, sc.lean, sc.cancel = 1, true, 0.3
 	case "overload":
 		sc.slowHandler = 1
 		sc.maxHeld = 1 + r.IntN(4)
@@ -172,6 +180,9 @@ func runScenario(t *testing.T, sc scenario) simResult {
 		Window: sc.window, Credits: sc.credits,
 		FailureTimeout: sc.failure, IdleTimeout: 10 * time.Second,
 		KeepaliveInterval: 2 * time.Second, Paths: sc.paths,
+	}
+	if sc.lean {
+		base.Reliable = func(netip.AddrPort) bool { return true }
 	}
 	srvCfg := base
 	srvCfg.MaxHeldRequests = sc.maxHeld
@@ -486,6 +497,21 @@ func TestSimProperty(t *testing.T) {
 	var tot simTotals
 	forSeeds(t, "", func(t *testing.T, sc scenario, r simResult) { tot.add(r) })
 	tot.require(t, "successful calls", "retransmissions")
+}
+
+// TestSimLean: the lean path (Config.Reliable) over a network that keeps
+// the promise: every call completes exactly once with the right bytes, a
+// third of them canceled at random moments, slow handlers included, and
+// nothing is ever sent twice.
+func TestSimLean(t *testing.T) {
+	var tot simTotals
+	forSeeds(t, "lean", func(t *testing.T, sc scenario, r simResult) {
+		tot.add(r)
+		if r.retransmits != 0 {
+			t.Errorf("seed %d: %d retransmissions on the lean path over a reliable network", sc.seed, r.retransmits)
+		}
+	})
+	tot.require(t, "successful calls", "canceled calls")
 }
 
 // TestSimCancel: clients cancel a third of their calls at random moments;
