@@ -28,11 +28,10 @@ const (
 )
 
 // backlog is a connection's queue of datagrams waiting for ring space,
-// owned by the event loop.
+// owned by the event loop: q[head:] in order.
 type backlog struct {
-	q     [][]byte
-	head  int
-	bytes int
+	q    [][]byte
+	head int
 }
 
 func (b *backlog) empty() bool { return b.head == len(b.q) }
@@ -55,7 +54,6 @@ func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
 		t.backlogged++
 	}
 	c.backlog.q = append(c.backlog.q, buf)
-	c.backlog.bytes += n
 	t.backlogBytes += n
 	t.backlogs.Add(1)
 }
@@ -68,31 +66,38 @@ func (t *Transport) flush(c *conn) bool {
 	if b.empty() {
 		return true
 	}
+	dead := c.dead.Load()
 	moved := false
 	for !b.empty() {
 		d := b.q[b.head]
-		if !c.dead.Load() && !c.out.put(d, nil) {
+		if !dead && !c.out.put(d, nil) {
 			break
 		}
-		moved = moved || !c.dead.Load()
 		b.q[b.head] = nil
 		b.head++
-		b.bytes -= len(d)
+		moved = true
 		t.backlogBytes -= len(d)
 		if len(t.spare) < 64 {
 			t.spare = append(t.spare, d[:0])
 		}
 	}
-	if moved {
+	if moved && !dead {
 		c.ringPeer()
 	}
-	if !b.empty() {
-		return false
+	if b.empty() {
+		clear(b.q)
+		b.q, b.head = b.q[:0], 0
+		t.backlogged--
+		return true
 	}
-	clear(b.q)
-	b.q, b.head, b.bytes = b.q[:0], 0, 0
-	t.backlogged--
-	return true
+	if b.head*2 >= len(b.q) {
+		// A backlog that never quite empties must not grow its slice
+		// with every datagram it ever held.
+		n := copy(b.q, b.q[b.head:])
+		clear(b.q[n:])
+		b.q, b.head = b.q[:n], 0
+	}
+	return false
 }
 
 // flushAll moves every backlog that it can.
