@@ -659,10 +659,7 @@ func (t *incastTable) add(j jsonRecord) {
 		var h, sep strings.Builder
 		h.WriteString("| senders |     size | system     |")
 		sep.WriteString("|---------|----------|------------|")
-		for _, c := range incastCols {
-			fmt.Fprintf(&h, " %*s |", colW, c)
-			sep.WriteString(strings.Repeat("-", colW+2) + "|")
-		}
+		headerCells(&h, &sep, incastCols, colW)
 		fmt.Fprintln(o.w, h.String())
 		fmt.Fprintln(o.w, sep.String())
 	}

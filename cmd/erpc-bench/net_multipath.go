@@ -389,10 +389,7 @@ func (t *mpTable) add(j jsonRecord) {
 		var h, sep strings.Builder
 		h.WriteString("| system     | paths | ports (path)         |")
 		sep.WriteString("|------------|-------|----------------------|")
-		for _, c := range mpCols {
-			fmt.Fprintf(&h, " %*s |", colW, c)
-			sep.WriteString(strings.Repeat("-", colW+2) + "|")
-		}
+		headerCells(&h, &sep, mpCols, colW)
 		fmt.Fprintln(o.w, h.String())
 		fmt.Fprintln(o.w, sep.String())
 	}

@@ -44,8 +44,7 @@ func incastPlotSVG(recs []jsonRecord) []byte {
 	w := mx + len(systems)*(pw+mx)
 	h := top + len(senders)*(ph+my) + 20
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	svgStart(&b, w, h)
 	text(&b, w/2, 22, "middle", 15, "erpc-bench incast: per-sender throughput (Mbit/s, 10 ms windows, as the receiver counts it) in one incast")
 	if len(cells) == 0 {
 		text(&b, w/2, h/2, "middle", 13, "no traces (run with -plot)")

@@ -198,17 +198,9 @@ func newNetSink(cfg srvConfig) (serverImpl, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := erpc.NewServer()
-	if err := srv.HandleRaw("Echo", func(r erpc.Request) {
-		out := r.ResponseBuffer(len(r.Data()))
-		copy(out, r.Data())
-		r.Respond(out)
-	}); err != nil {
-		return nil, err
-	}
-	if err := srv.HandleRaw("Sink", func(r erpc.Request) {
-		r.Respond(r.ResponseBuffer(32))
-	}); err != nil {
+	srv, err := benchServer()
+	if err != nil {
+		u.Close()
 		return nil, err
 	}
 	opts := append(erpcOptions(cfg.busy, cfg.window), erpc.WithTransport(newCountingTransport(u, s.bins)))

@@ -212,10 +212,7 @@ func (o *output) header() {
 		// The system's name over its column group.
 		gw := len(cols)*(colW+3) - 1
 		fmt.Fprintf(&g, " %-*s|", gw-1, trimTo(s, gw-1))
-		for _, c := range cols {
-			fmt.Fprintf(&h, " %*s |", colW, c)
-			sep.WriteString(strings.Repeat("-", colW+2) + "|")
-		}
+		headerCells(&h, &sep, cols, colW)
 	}
 	fmt.Fprintln(o.w, g.String())
 	fmt.Fprintln(o.w, h.String())
@@ -362,4 +359,13 @@ func sessionsOf(system string, sessions int) int {
 		return max(sessions, 1)
 	}
 	return 1
+}
+
+// headerCells appends a table's column names, w wide and right-aligned, to
+// its header row h and their rule to sep.
+func headerCells(h, sep *strings.Builder, cols []string, w int) {
+	for _, c := range cols {
+		fmt.Fprintf(h, " %*s |", w, c)
+		sep.WriteString(strings.Repeat("-", w+2) + "|")
+	}
 }

@@ -87,8 +87,7 @@ func plotSVG(scenario string, recs []jsonRecord) []byte {
 		func(a, b jsonRecord) bool { return a.Gbps > b.Gbps })
 	var b bytes.Buffer
 	const w, h = 1000, 440
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	svgStart(&b, w, h)
 	text(&b, w/2, 20, "middle", 15, "erpc-bench "+scenario)
 	names := map[string]bool{}
 	var legend []string
@@ -118,6 +117,12 @@ func colorOf(name string, legend []string) string {
 		}
 	}
 	return "black"
+}
+
+// svgStart opens a w x h SVG document on a white background.
+func svgStart(b *bytes.Buffer, w, h int) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
+	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 }
 
 func text(b *bytes.Buffer, x, y int, anchor string, size int, s string) {

@@ -695,10 +695,7 @@ func (t *sloTable) header() {
 			label = "erpc inline"
 		}
 		fmt.Fprintf(&g, " %-*s|", gw-1, trimTo(label, gw-1))
-		for _, c := range sloCols {
-			fmt.Fprintf(&h, " %*s |", sloColW, c)
-			sep.WriteString(strings.Repeat("-", sloColW+2) + "|")
-		}
+		headerCells(&h, &sep, sloCols, sloColW)
 	}
 	fmt.Fprintln(o.w, g.String())
 	fmt.Fprintln(o.w, h.String())

@@ -58,8 +58,7 @@ func sloPlotSVG(recs []jsonRecord) []byte {
 	w := max(cols, 1)*(pw+110) + 40
 	h := max(rows, 1)*(ph+90) + 80
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", w, h, w, h)
-	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
+	svgStart(&b, w, h)
 	text(&b, w/2, 22, "middle", 15, "erpc-bench slo: p99 by offered load")
 	if len(panels) == 0 {
 		text(&b, w/2, h/2, "middle", 12, "no data")

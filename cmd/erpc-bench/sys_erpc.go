@@ -83,13 +83,14 @@ type erpcServer struct {
 	at string
 }
 
-func newErpcServer(cfg srvConfig) (serverImpl, error) {
-	addr := erpcListenAddr(cfg.transport)
+// benchServer is the erpc server every scenario's erpc side serves.
+// Echo answers with a copy of the request in ResponseBuffer memory, which
+// Respond sends without another copy: what BENCHMARKS.md measured.
+// (r.Respond(r.Data()) would send the request's own buffer back and skip
+// the copy; that is not what is measured here.) Sink answers every
+// request with 32 bytes, for bandwidth runs.
+func benchServer() (*erpc.Server, error) {
 	srv := erpc.NewServer()
-	// Echo answers with a copy of the request in ResponseBuffer memory,
-	// which Respond sends without another copy: what BENCHMARKS.md
-	// measured. (r.Respond(r.Data()) would send the request's own buffer
-	// back and skip the copy; that is not what is measured here.)
 	if err := srv.HandleRaw("Echo", func(r erpc.Request) {
 		out := r.ResponseBuffer(len(r.Data()))
 		copy(out, r.Data())
@@ -97,12 +98,20 @@ func newErpcServer(cfg srvConfig) (serverImpl, error) {
 	}); err != nil {
 		return nil, err
 	}
-	// Sink answers every request with 32 bytes, for bandwidth runs.
 	if err := srv.HandleRaw("Sink", func(r erpc.Request) {
 		out := r.ResponseBuffer(32)
 		copy(out, r.Data())
 		r.Respond(out)
 	}); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+func newErpcServer(cfg srvConfig) (serverImpl, error) {
+	addr := erpcListenAddr(cfg.transport)
+	srv, err := benchServer()
+	if err != nil {
 		return nil, err
 	}
 	ep, err := erpcListen(srv, addr, cfg.loss, erpcOptions(cfg.busy, cfg.window))
