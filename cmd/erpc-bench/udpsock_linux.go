@@ -144,7 +144,11 @@ func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, err
 }
 
 func (s *udpSock) recvOnce(fd uintptr) {
-	for i := range s.rxHdrs {
+	use := len(s.rxHdrs)
+	if !s.rxBatched {
+		use = 1 // the one recvmsg fills
+	}
+	for i := range s.rxHdrs[:use] {
 		h := &s.rxHdrs[i].Hdr
 		h.Namelen = unix.SizeofSockaddrInet6
 		h.SetControllen(sockRxCtrl)

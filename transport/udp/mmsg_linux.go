@@ -54,13 +54,14 @@ func newRxBatch() rxBatch {
 		h.SetIovlen(1)
 		h.Control = &b.ctrl[i*rxCtrlLen]
 	}
-	b.reset()
+	b.reset(batchSize)
 	return b
 }
 
-// reset restores the fields the kernel overwrites.
-func (b *rxBatch) reset() {
-	for i := range b.hdrs {
+// reset restores the fields the kernel overwrites in the first n
+// messages, the ones the next call passes it.
+func (b *rxBatch) reset(n int) {
+	for i := range b.hdrs[:n] {
 		h := &b.hdrs[i].Hdr
 		h.Namelen = unix.SizeofSockaddrInet6
 		h.SetControllen(rxCtrlLen)

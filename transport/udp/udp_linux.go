@@ -183,7 +183,7 @@ func (t *Transport) receiveOn(rc syscall.RawConn, fn func(from netip.AddrPort, d
 // recvBatch reads one batch without blocking (a raw system call, see
 // sendBatch).
 func (t *Transport) recvBatch(fd uintptr) {
-	t.rx.reset()
+	t.rx.reset(t.rxVlen)
 	for {
 		var n uintptr
 		var errno syscall.Errno
