@@ -80,7 +80,7 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	tr, scheme := o.transport, ""
 	if tr == nil {
 		var err error
-		if tr, err = openTransport(addr, &o); err != nil {
+		if tr, err = openTransport(addr, &o, srv == nil); err != nil {
 			return nil, err
 		}
 		scheme, _ = splitTarget(addr)
@@ -96,14 +96,17 @@ func splitTarget(addr string) (scheme, rest string) {
 	return "udp", addr
 }
 
-func openTransport(addr string, o *options) (transport.Transport, error) {
+// openTransport opens the transport addr names; clientOnly says the
+// endpoint will refuse sessions (which lets a UDP socket connect to its
+// one server: udp.Options.ClientOnly).
+func openTransport(addr string, o *options, clientOnly bool) (transport.Transport, error) {
 	scheme, rest := splitTarget(addr)
 	switch scheme {
 	case "udp":
 		if _, _, err := net.SplitHostPort(rest); err != nil {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: want host:port (port 0 picks one)", addr), Cause: err}
 		}
-		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths})
+		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths, ClientOnly: clientOnly})
 		if err != nil {
 			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}

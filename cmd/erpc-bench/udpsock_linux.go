@@ -16,7 +16,7 @@ import (
 
 // udpSock is a UDP socket driven the way erpc's Linux UDP transport drives
 // its own, so that raw-udp is a floor for erpc and not a different kind of
-// I/O: recvmmsg batches (with UDP_GRO), sendmmsg batches in which runs of
+// I/O: recvmmsg batches (with UDP_GRO once trains arrive), sendmmsg batches in which runs of
 // equal-sized datagrams go as one UDP_SEGMENT (GSO) train, raw non-blocking
 // system calls on the descriptor, and the same waiting: in the default
 // mode an empty socket is polled for 50 µs, yielding, before the goroutine
@@ -43,6 +43,8 @@ type udpSock struct {
 	// rxBatched: the last receive found datagrams (see recvOnce).
 	rxBatched bool
 	rfn       func(uintptr) bool
+
+	gro bool // UDP_GRO is on: see noteTrain
 
 	// Send batch: entries of one datagram or one GSO train each.
 	gso     bool
@@ -109,7 +111,6 @@ func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, err
 			conn.SetWriteBuffer(sockBuffer)
 		}
 		s.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
-		_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
 	})
 	s.rxHdrs = make([]unix.Mmsghdr, sockBatch)
 	s.rxIovs = make([]unix.Iovec, sockBatch)
@@ -174,6 +175,17 @@ func (s *udpSock) recvOnce(fd uintptr) {
 		s.rxN = 0
 	}
 	s.rxBatched = s.rxN > 0
+	if !s.gro && s.rxN >= 4 {
+		s.noteTrain(fd)
+	}
+}
+
+// noteTrain switches UDP_GRO on, as erpc's transport does, once a batch
+// holds four datagrams: GRO helps bursts and costs single datagrams a
+// little.
+func (s *udpSock) noteTrain(fd uintptr) {
+	s.gro = true
+	_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
 }
 
 // recv reads one batch and returns the number of messages in it (see

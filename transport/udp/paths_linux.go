@@ -36,9 +36,9 @@ func (t *Transport) addPath(c *net.UDPConn) error {
 	if err := t.set.add(rc); err != nil {
 		return err
 	}
-	_ = rc.Control(func(fd uintptr) {
-		_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
-	})
+	if t.groOn {
+		setGRO(rc)
+	}
 	t.paths = append(t.paths, &pathConn{conn: c, rc: rc, port: c.LocalAddr().(*net.UDPAddr).Port})
 	return nil
 }

@@ -44,6 +44,16 @@ type Options struct {
 	// session over several paths (transport.Pather).
 	Paths     int
 	PathPorts []int
+
+	// ClientOnly says the transport belongs to an endpoint that only
+	// makes calls (Linux). While everything it sends goes to one peer, its
+	// socket is connected to that peer: the kernel then keeps the route in
+	// the socket instead of looking it up for every datagram sent and
+	// received (0.4-0.5 us a round trip on loopback), and drops datagrams
+	// from any other sender, which a client-only endpoint refuses anyway.
+	// The first datagram to a second peer disconnects the socket for good.
+	// Ignored with more than one path.
+	ClientOnly bool
 }
 
 // defaultPacketSize is the datagram size for an unknown path: a 1500-byte
@@ -90,7 +100,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.ListenUDP("udp", ua)
+	conn, err := listenUDP(ua, opts.ClientOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +124,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		opts.PacketSize = packetSizeFor(ua.AddrPort().Addr())
 	}
 	t := &Transport{conn: conn, local: local, packetSize: min(opts.PacketSize, MaxDatagram)}
-	if err := t.init(); err != nil {
+	if err := t.init(opts); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -123,6 +133,33 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// listenUDP opens the socket on ua. A client-only socket that asked for
+// any port is bound to an explicit one, which the kernel then keeps when
+// the socket is disconnected from its peer (a port it picked at bind time
+// is given up by connect(AF_UNSPEC)): the port comes from a first socket
+// that asked for any, closed just before; if another socket takes it in
+// between, it tries again.
+func listenUDP(ua *net.UDPAddr, clientOnly bool) (*net.UDPConn, error) {
+	if !clientOnly || ua.Port != 0 {
+		return net.ListenUDP("udp", ua)
+	}
+	var err error
+	for range 8 {
+		var probe *net.UDPConn
+		if probe, err = net.ListenUDP("udp", ua); err != nil {
+			return nil, err
+		}
+		fixed := *ua
+		fixed.Port = probe.LocalAddr().(*net.UDPAddr).Port
+		probe.Close()
+		var conn *net.UDPConn
+		if conn, err = net.ListenUDP("udp", &fixed); err == nil {
+			return conn, nil
+		}
+	}
+	return nil, err
 }
 
 // openPaths opens the sockets of paths 1 and up.

@@ -21,8 +21,9 @@ import (
 // socket's file descriptor (through RawConn.Control, so a concurrent Close
 // cannot hand the descriptor to someone else mid-call). Trains of equal-sized
 // datagrams to one peer go out as one GSO send, and the receive side asks for
-// GRO, so a multi-packet message crosses the kernel as a few large buffers
-// instead of one small one per packet.
+// GRO once trains arrive (noteBatch), so a multi-packet message crosses the
+// kernel as a few large buffers instead of one small one per packet. A
+// client-only transport connects its socket to its one peer (solo).
 //
 // Waiting uses the Go netpoller: the sockets (one per path) are in an epoll
 // set of their own, and Wait parks on the set's descriptor, wrapped in an
@@ -69,9 +70,12 @@ type Transport struct {
 	sendFn    func(fd uintptr)
 	writeFn   func(fd uintptr) bool
 	readyFn   func(fd uintptr) bool
+	solo      solo // the one peer of a client-only transport (Options.ClientOnly)
+	groOn     bool // UDP_GRO is on: see noteBatch
 }
 
-func (t *Transport) init() error {
+func (t *Transport) init(opts Options) error {
+	t.solo.allowed = opts.ClientOnly && opts.Paths <= 1
 	rc, err := t.conn.SyscallConn()
 	if err != nil {
 		return err
@@ -88,7 +92,6 @@ func (t *Transport) init() error {
 		// Both are best effort: without them the kernel simply handles
 		// one datagram at a time.
 		t.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
-		_ = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_GRO, 1)
 	}); err != nil {
 		return err
 	}
@@ -173,6 +176,7 @@ func (t *Transport) receiveOn(rc syscall.RawConn, fn func(from netip.AddrPort, d
 		}
 		bytes += got
 		t.rxAvg = max(got/t.rxN, 1)
+		t.noteBatch()
 		if single || t.rxN < t.rxVlen || bytes >= receiveBudget {
 			break // single: the next turn asks for a batch
 		}
@@ -237,6 +241,9 @@ func (t *Transport) deliver(i int, fn func(netip.AddrPort, []byte)) int {
 // several paths, one batch per path, from that path's socket.
 func (t *Transport) Send(msgs []transport.Message) error {
 	if len(t.paths) == 0 {
+		if t.solo.allowed {
+			t.solo.check(t.rc, msgs, t.v6)
+		}
 		return t.sendOn(t.rc, msgs)
 	}
 	if t.byPath == nil {
@@ -318,6 +325,9 @@ func (t *Transport) build(msgs []transport.Message) (used int, tooLarge bool) {
 		if h.Namelen == 0 {
 			i++ // unreachable from this socket's family: the network drops it
 			continue
+		}
+		if t.solo.connected {
+			h.Namelen = 0 // to the socket's peer (solo.check saw to it)
 		}
 		if cap(tx.iovs)-len(tx.iovs) < 2*maxGSOSegments {
 			break // the iovecs are pointed into: they must never grow

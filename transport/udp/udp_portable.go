@@ -47,7 +47,7 @@ type datagram struct {
 	n    int
 }
 
-func (t *Transport) init() error {
+func (t *Transport) init(Options) error {
 	t.notify = make(chan struct{}, 1)
 	t.timer = time.NewTimer(time.Hour)
 	t.timer.Stop()
