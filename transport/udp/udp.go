@@ -49,7 +49,8 @@ type Options struct {
 	// makes calls (Linux). While everything it sends goes to one peer, its
 	// socket is connected to that peer: the kernel then keeps the route in
 	// the socket instead of looking it up for every datagram sent and
-	// received (0.4-0.5 us a round trip on loopback), and drops datagrams
+	// received (0.4-0.5 us a round trip in a loopback ping-pong with both
+	// ends connected, one of them here), and drops datagrams
 	// from any other sender, which a client-only endpoint refuses anyway.
 	// The first datagram to a second peer disconnects the socket for good.
 	// Ignored with more than one path.

@@ -21,7 +21,7 @@ import (
 // socket's file descriptor (through RawConn.Control, so a concurrent Close
 // cannot hand the descriptor to someone else mid-call). Trains of equal-sized
 // datagrams to one peer go out as one GSO send, and the receive side asks for
-// GRO once trains arrive (noteBatch), so a multi-packet message crosses the
+// GRO once bursts arrive (noteBatch), so a multi-packet message crosses the
 // kernel as a few large buffers instead of one small one per packet. A
 // client-only transport connects its socket to its one peer (solo).
 //
