@@ -433,12 +433,7 @@ func TestClientTable_SlowStart(t *testing.T) {
 		warm.now = warm.now.Add(20 * time.Microsecond)
 		c.OnAck(int64(warm.now), 20*time.Microsecond, 0)
 	}
-	warm.call("uncongested: all five at once", req, []out{
-		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
+	warm.call("uncongested: all five at once", req, fivePacketsAtOnce(size))
 }
 
 // Calls held back by the window leave in the order they were made: a
@@ -503,12 +498,7 @@ func TestClientTable_UncongestedPeer(t *testing.T) {
 	tc := newTClient(t, Config{Uncongested: func(a netip.AddrPort) bool { return a == serverAddr }})
 	req := bytes.Repeat([]byte{1}, 4*tDPP+1)
 	size := uint32(len(req))
-	tc.call("send", req, []out{
-		{Type: wire.TypeReq, Idx: 0, Seq: 2, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 1, Seq: 3, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 2, Seq: 4, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 3, Seq: 5, MsgSize: size, Len: tDPP},
-		{Type: wire.TypeReq, Idx: 4, Seq: 6, MsgSize: size, Len: 1}})
+	tc.call("send", req, fivePacketsAtOnce(size))
 }
 
 // TestClientTable_LeanPath: a session to a peer the transport delivers to
@@ -536,4 +526,15 @@ func TestClientTable_LeanPath(t *testing.T) {
 	tc.tick("99 ms: still waiting", 99*time.Millisecond, nil)
 	tc.tick("100 ms, the reply was lost on the peer's side: resent once", time.Millisecond,
 		[]out{{Type: wire.TypeReq, ReqNum: 8, Seq: 4, MsgSize: 1, Len: 1}})
+}
+
+// fivePacketsAtOnce is a fresh session's five-packet request of size bytes
+// (4*tDPP+1) leaving all at once, as an uncongested session sends it.
+func fivePacketsAtOnce(size uint32) []out {
+	outs := make([]out, 5)
+	for i := range outs {
+		outs[i] = out{Type: wire.TypeReq, Idx: uint32(i), Seq: uint32(2 + i), MsgSize: size, Len: tDPP}
+	}
+	outs[4].Len = 1
+	return outs
 }
