@@ -153,8 +153,11 @@ func (c *Controller) OnSend(now int64, bytes int, path int) {
 }
 
 // OnAck takes the RTT sample of one acknowledged packet sent on path, net
-// of the time the server held it, and adjusts the window.
-func (c *Controller) OnAck(now int64, rtt time.Duration, path int) {
+// of the time the server held it, and adjusts the window. under is the
+// server's share mark on the reply: this session gets less than the
+// server's mean share of the request data arriving there (see the package
+// doc, "The share mark").
+func (c *Controller) OnAck(now int64, rtt time.Duration, path int, under bool) {
 	r := int64(rtt)
 	if r < int64(c.cfg.MinRTT) {
 		return // an artifact: it would poison the base RTT
@@ -193,7 +196,7 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, path int) {
 		c.count(p, cong)
 	}
 	p.cong = cong
-	if !c.congested(p) {
+	if !c.congested(p) || c.exempt(under) {
 		if !c.bypass {
 			c.increase()
 		}
@@ -204,6 +207,19 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, path int) {
 			c.cut(now, max(1-c.cfg.Beta*x, 1-c.cfg.MaxMDF))
 		}
 	}
+}
+
+// exempt reports whether a congested acknowledgement grows the window
+// anyway: the server marked the session under its share, and the window is
+// below one packet. There delay alone does not converge to fair shares (a
+// session hears once per RTT/cwnd, and both the increase and the cut are
+// in proportion to the window, which keeps the ratios between windows), so
+// the sessions under their share grow while the others cut. Above one
+// packet the delay does converge, and a session whose bottleneck is not
+// at that server (its own uplink) must not ignore its queue for long: the
+// exemption keeps it below two packets in flight against the delay.
+func (c *Controller) exempt(under bool) bool {
+	return under && c.cwnd < 1
 }
 
 // stalled reports whether a sample taken at now may be inflated by a stall

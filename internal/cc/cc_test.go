@@ -14,10 +14,11 @@ const us1 = int64(time.Microsecond)
 // credit, which is spent at once on the next packet (an ack clock). It has
 // no queue of its own; the tests decide what the RTT is.
 type flow struct {
-	c    *Controller
-	now  int64
-	sent []int64 // send times of the packets in flight, oldest first
-	path int
+	c     *Controller
+	now   int64
+	sent  []int64 // send times of the packets in flight, oldest first
+	path  int
+	under bool // the server's share mark on every acknowledgement
 }
 
 func newFlow(c *Controller, now int64) *flow {
@@ -46,7 +47,7 @@ func (f *flow) step(rtt, noise int64) {
 	s := f.sent[0]
 	f.sent = f.sent[1:]
 	f.now = max(f.now, s+rtt)
-	f.c.OnAck(f.now, time.Duration(f.now-s+noise), f.path)
+	f.c.OnAck(f.now, time.Duration(f.now-s+noise), f.path, f.under)
 	f.fill()
 }
 
@@ -79,7 +80,7 @@ func TestSlowStart(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		w := c.Window()
 		now += us1
-		c.OnAck(now, 10*time.Microsecond, 0)
+		c.OnAck(now, 10*time.Microsecond, 0, false)
 		if c.Window() != w+1 {
 			t.Fatalf("ack %d: slow start went %.2f -> %.2f", i, w, c.Window())
 		}
@@ -212,15 +213,15 @@ func TestBaseRTT(t *testing.T) {
 	var c Controller
 	c.Init(Config{}, 1)
 	now := int64(5e9)
-	c.OnAck(now, 12*time.Microsecond, 0)
+	c.OnAck(now, 12*time.Microsecond, 0, false)
 	if c.BaseRTT(0) != 12*time.Microsecond {
 		t.Fatalf("base %v", c.BaseRTT(0))
 	}
-	c.OnAck(now+1, 9*time.Microsecond, 0)
+	c.OnAck(now+1, 9*time.Microsecond, 0, false)
 	if c.BaseRTT(0) != 9*time.Microsecond {
 		t.Fatalf("a lower sample did not lower the base: %v", c.BaseRTT(0))
 	}
-	c.OnAck(now+2, 100*time.Nanosecond, 0) // an artifact, below MinRTT
+	c.OnAck(now+2, 100*time.Nanosecond, 0, false) // an artifact, below MinRTT
 	if c.BaseRTT(0) != 9*time.Microsecond {
 		t.Fatalf("an artifact set the base: %v", c.BaseRTT(0))
 	}
@@ -228,7 +229,7 @@ func TestBaseRTT(t *testing.T) {
 	// of BaseWindow (10 s) and expires by the end of it.
 	var kept, gone int64
 	for tt := now + 1e6; tt < now+12e9; tt += 1e6 {
-		c.OnAck(tt, 11*time.Microsecond, 0)
+		c.OnAck(tt, 11*time.Microsecond, 0, false)
 		if c.BaseRTT(0) == 9*time.Microsecond {
 			kept = tt - now
 		} else if gone == 0 {
@@ -239,7 +240,7 @@ func TestBaseRTT(t *testing.T) {
 		t.Errorf("base of 9 µs kept for %v, gone after %v; base now %v", time.Duration(kept), time.Duration(gone), c.BaseRTT(0))
 	}
 	// An idle session forgets everything after BaseWindow.
-	c.OnAck(now+40e9, 20*time.Microsecond, 0)
+	c.OnAck(now+40e9, 20*time.Microsecond, 0, false)
 	if c.BaseRTT(0) != 20*time.Microsecond {
 		t.Errorf("base after 28 s idle: %v", c.BaseRTT(0))
 	}
@@ -270,7 +271,7 @@ func TestBypassExact(t *testing.T) {
 				if rng.IntN(8) == 0 {
 					rtt += rng.Int64N(300 * us1)
 				}
-				c.OnAck(now, time.Duration(rtt), p)
+				c.OnAck(now, time.Duration(rtt), p, false)
 			}
 			b := c.Bypass()
 			if b != (c.Window() == c.cfg.MaxWindow) {
@@ -386,7 +387,7 @@ func TestTimeouts(t *testing.T) {
 func feed(c *Controller, now *int64, p, n int, rtt, gap int64) {
 	for range n {
 		*now += gap
-		c.OnAck(*now, time.Duration(rtt), p)
+		c.OnAck(*now, time.Duration(rtt), p, false)
 	}
 }
 
@@ -500,7 +501,7 @@ func TestSuspectPaths(t *testing.T) {
 	if !c.Suspect(now+int64(20*time.Millisecond)-1, 2) || c.Suspect(now+int64(20*time.Millisecond), 2) {
 		t.Fatalf("third timeout: suspect for 20 ms expected")
 	}
-	c.OnAck(now+1, 10*time.Microsecond, 2)
+	c.OnAck(now+1, 10*time.Microsecond, 2, false)
 	if c.Suspect(now+1, 2) {
 		t.Fatalf("an acknowledgement did not clear the suspicion")
 	}
@@ -657,5 +658,46 @@ func TestNth(t *testing.T) {
 		if less > k || le <= k {
 			t.Fatalf("nth(%v, %d) = %v", xs, k, got)
 		}
+	}
+}
+
+// TestUnderShareGrowsBelowOnePacket: a congested acknowledgement marked
+// under its share by the server grows a window below one packet, where
+// unmarked it would cut; at a window of a packet or more the mark changes
+// nothing and the session cuts as before.
+func TestUnderShareGrowsBelowOnePacket(t *testing.T) {
+	var marked, unmarked Controller
+	for _, x := range []struct {
+		c     *Controller
+		under bool
+	}{{&marked, true}, {&unmarked, false}} {
+		x.c.Init(Config{}, 1)
+		f := warm(t, x.c)
+		f.under = x.under
+		f.run(200*us1, 60*us1) // a queue: cuts from the full window
+	}
+	if w := marked.Window(); w >= 32 || w < 1 || w != unmarked.Window() {
+		t.Fatalf("above one packet: marked %.2f, unmarked %.2f; want the same cuts", w, unmarked.Window())
+	}
+	// A standing queue brings the window below one packet.
+	var c Controller
+	c.Init(Config{}, 1)
+	f := warm(t, &c)
+	for end := f.now + 20*time.Millisecond.Nanoseconds(); c.Window() >= 1 && f.now < end; {
+		f.step(400*us1, 0)
+	}
+	w := c.Window()
+	if w >= 1 || w <= c.cfg.MinWindow {
+		t.Fatalf("a 400 µs RTT on a 10 µs path left the window at %.2f, want between the floor and 1", w)
+	}
+	marked, unmarked = c, c
+	now := f.now + 500*us1 // an RTT on: a cut is allowed again, and it is no stall
+	marked.OnAck(now, 400*time.Microsecond, 0, true)
+	unmarked.OnAck(now, 400*time.Microsecond, 0, false)
+	if marked.Window() <= w {
+		t.Errorf("below one packet, a marked congested ack left the window at %.3f (was %.3f)", marked.Window(), w)
+	}
+	if unmarked.Window() >= w {
+		t.Errorf("below one packet, an unmarked congested ack did not cut: %.3f (was %.3f)", unmarked.Window(), w)
 	}
 }

@@ -267,7 +267,7 @@ func (s *sim) ack(sd *sender, e event) {
 		sd.overTgt++
 	}
 	before := sd.c.Window()
-	sd.c.OnAck(e.t, time.Duration(rtt), int(e.path))
+	sd.c.OnAck(e.t, time.Duration(rtt), int(e.path), false)
 	if sd.c.Window() < before {
 		sd.cuts++
 	}

@@ -91,15 +91,13 @@ func incastWindows(t *testing.T, n int, seed uint64) (jain10, fctRatio float64, 
 }
 
 // TestSimIncastWindows measures, on the simulated network, what the
-// testbed's incast measures, and reproduces it: Jain's index in 10 ms
-// windows is 0.70-0.76 here as there (erpc-bench incast, 0.72-0.76), so
-// the unfairness is the algorithm's in this regime (windows of a
-// fraction of a packet), not the host's. The target is 0.95; this
-// test holds the level reached so that a change to the algorithm is
-// measured against it: completion within 1.5x ideal, no failed call, and
-// Jain above 0.65. (A smaller additive increase below one packet gets
-// 0.85/0.80 here but breaks the long-run convergence of TestModelConvergence:
-// n = 16 falls to 0.64-0.80.)
+// testbed's incast measures. Sender-side delay control alone gave 0.70-0.76
+// here, as on the testbed (erpc-bench incast, 0.72-0.76): with windows of a
+// fraction of a packet, increase and cut are both in proportion to the
+// window and keep the ratios between sessions. The server's share mark
+// (share.go) lets the sessions under their share grow while the others
+// cut: 0.98 at 16 senders and 0.94-0.95 at 50. The test holds Jain above
+// 0.9, completion within 1.5x ideal and no failed call.
 func TestSimIncastWindows(t *testing.T) {
 	for _, n := range []int{16, 50} {
 		for seed := uint64(1); seed <= 2; seed++ {
@@ -108,8 +106,8 @@ func TestSimIncastWindows(t *testing.T) {
 			if q < 3000 {
 				t.Fatalf("n=%d seed=%d: the bottleneck's queue never held two packets (%.0f B): the scenario is not congested", n, seed, q)
 			}
-			if failed > 0 || f > 1.5 || j < 0.65 {
-				t.Errorf("n=%d seed=%d: Jain %.3f (>= 0.65), completion %.2fx ideal (<= 1.5), %d failed calls (none)", n, seed, j, f, failed)
+			if failed > 0 || f > 1.5 || j < 0.9 {
+				t.Errorf("n=%d seed=%d: Jain %.3f (>= 0.9), completion %.2fx ideal (<= 1.5), %d failed calls (none)", n, seed, j, f, failed)
 			}
 		}
 	}

@@ -94,7 +94,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		rtt := now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond
 		cs.rtt.sample(rtt)
 		if !cs.noCC {
-			cs.cc.OnAck(int64(now), rtt, int(r.path))
+			cs.cc.OnAck(int64(now), rtt, int(r.path), h.Flags&wire.FlagUnderShare != 0)
 		}
 	}
 }

@@ -134,7 +134,11 @@
 // clients is counted and bounded (MaxHeldBytes, MaxHeldRequests,
 // PoolBytes).
 //
-// Congestion control and pacing (Timely and a timing wheel) are not here
-// yet; every new client packet leaves through one function (transmit), which
-// is where a rate limiter will decide.
+// Congestion control is package cc's, one Controller per client session:
+// every new client packet leaves through one function (transmit), where
+// its window and pacer decide, and every reply's RTT sample goes to it.
+// The server's part is the share mark (share.go): it counts each metered
+// session's request bytes and marks the replies to those under their
+// share of what arrives, which lets their windows grow while the others
+// cut (cc's "The share mark").
 package proto

@@ -67,6 +67,7 @@ type Engine struct {
 	from  netip.AddrPort // the source of the packet being handled: replies go there
 	stats Stats
 	nacks perSecond // NACKs sent, for Stats.NacksLastSecond
+	share shareMeter
 }
 
 // peerKey identifies a connect from the server's side: the client's

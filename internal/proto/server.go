@@ -17,6 +17,9 @@ type serverSide struct {
 	confirmed bool   // a packet with our token arrived: the client has the ack
 	unseen    uint64 // every request numbered this or higher is one we never saw
 	slots     []serverSlot
+	metered   bool         // a congestion-controlled client: see shareMeter
+	share     sessionShare // its request bytes, for the share mark
+	under     bool         // under its share at its latest request packet
 }
 
 type sslotState uint8
@@ -247,6 +250,7 @@ func (e *Engine) fillResp(p *Packet, to netip.AddrPort, s *session, sl *serverSl
 	h.MsgSize = uint32(len(sl.resp))
 	h.PktIndex = idx
 	h.TxSeq, h.Path, h.HoldMicros = seq, path, hold
+	h.Flags = shareFlag(s)
 	lo, hi := dataRange(idx, len(sl.resp), s.dpp)
 	e.fill(p, to, &h, sl.resp[lo:hi])
 }
@@ -256,7 +260,7 @@ func (e *Engine) fillResp(p *Packet, to netip.AddrPort, s *session, sl *serverSl
 func (e *Engine) replyPending(now Time, r *Request) {
 	s := r.sess
 	h := s.header(wire.TypeCR, r.reqNum)
-	h.Flags = wire.FlagPending
+	h.Flags = wire.FlagPending | shareFlag(s)
 	h.PktIndex = r.owedIdx
 	h.TxSeq, h.Path, h.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
 	e.fill(e.owedPacket(r), r.owedTo, &h, nil)

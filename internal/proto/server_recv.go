@@ -110,6 +110,9 @@ func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 		e.stats.DropStale++
 		return
 	}
+	if s.s.metered {
+		s.s.under = e.share.add(now, &s.s.share, len(payload)+wire.HeaderLen)
+	}
 	switch sl.state {
 	case sslotReceiving:
 		e.reassemble(now, s, sl, h, payload)
@@ -160,7 +163,7 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 		r.gotN++
 	}
 	if r.gotN < r.pkts {
-		e.reply(s, h, wire.TypeCR, 0, 0)
+		e.reply(s, h, wire.TypeCR, shareFlag(s), 0)
 		return
 	}
 	sl.state = sslotHandling
@@ -241,7 +244,7 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now}
 	credits := s.negotiate(&e.cfg, &c)
-	s.s = &serverSide{key: key, slots: make([]serverSlot, s.window)}
+	s.s = &serverSide{key: key, slots: make([]serverSlot, s.window), metered: e.metered(from)}
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++

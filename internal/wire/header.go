@@ -88,6 +88,10 @@ const (
 	// FlagMetadata marks a request whose message starts with a metadata
 	// block (see AppendMetadata); without it a request carries none.
 	FlagMetadata
+	// FlagUnderShare marks a reply (CR or response) to a session that
+	// gets less than its share of the request data arriving at the
+	// server: its congestion control may grow while the others cut.
+	FlagUnderShare
 )
 
 // HoldSaturated in Header.HoldMicros means "held too long to measure".
