@@ -11,6 +11,7 @@ import (
 // its congestion control may grow while the others cut (see package cc,
 // "The share mark"). A server is where the senders of an incast meet: it
 // sees every session's rate at once, which no sender does.
+
 // shareEpochShift sets the meter's epochs, 2^21 ns (2.1 ms): a session's
 // rate is its bytes of the current and the previous epoch, the last
 // 2.1-4.2 ms. At 50 senders through 500 Mbit/s that is five to ten packets
