@@ -154,9 +154,7 @@ func (b *bench) runGrid(loss float64, extra func(*result)) error {
 	pts := b.points(max(b.cfg.rateSessions, 1), loss)
 	b.out.expect(len(pts) * len(peers))
 	for k, pt := range pts {
-		for j := range peers {
-			p := peers[(j+k)%len(peers)]
-			r := b.measure(p, pt)
+		for _, r := range b.measureRounds(peers, k, pt) {
 			if extra != nil {
 				extra(&r)
 			}
@@ -165,6 +163,37 @@ func (b *bench) runGrid(loss float64, extra func(*result)) error {
 	}
 	return b.err()
 }
+
+// measureRounds measures pt on every peer, starting with peer k: in one go
+// each, or with -rounds in that many rounds of d/rounds each, the peers
+// alternating round by round, each round after a warm-up of its own
+// (warmup/rounds, at least roundWarmup: long enough for a server parked
+// since its last round to be spinning again). It returns one merged
+// result per peer, in the order measured.
+func (b *bench) measureRounds(peers []*peer, k int, pt point) []result {
+	rounds := max(b.cfg.rounds, 1)
+	sub := pt
+	if rounds > 1 {
+		sub.dur = pt.dur / time.Duration(rounds)
+		sub.warmup = max(pt.warmup/time.Duration(rounds), roundWarmup)
+	}
+	out := make([]result, len(peers))
+	for r := range rounds {
+		for j := range peers {
+			p := peers[(j+k)%len(peers)]
+			res := b.measure(p, sub)
+			if r == 0 {
+				out[j] = res
+			} else {
+				out[j].absorb(res)
+			}
+		}
+	}
+	return out
+}
+
+// roundWarmup is the shortest warm-up of a round (see measureRounds).
+const roundWarmup = 50 * time.Millisecond
 
 func (b *bench) measure(p *peer, pt point) result {
 	b.out.progressStart(p.system, pt)

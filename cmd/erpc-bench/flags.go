@@ -31,6 +31,7 @@ type config struct {
 	// rateSessions: the rate scenario's erpc sessions per point (-sessions).
 	rateSessions int
 	rawDgram     int
+	rounds       int // grid scenarios: interleaved rounds per point (runGrid)
 	rawWindow    int
 	progress     bool
 	slo          *sloConfig // the slo scenario's flags
@@ -83,6 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 300*time.Millisecond, "warm-up per point, discarded")
 	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(allSystems[1:], ","))
 	fs.StringVar(&c.transport, "transport", "udp", "erpc transport: udp, shm or memnet")
+	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth: measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
 	fs.StringVar(&c.plot, "plot", "", "write an SVG plot (p50 latency and throughput by size) to this file")
 	fs.BoolVar(&c.busy, "busy", false, "busy-poll on both sides (erpc.WithBusyPoll; raw-udp spins on non-blocking sockets)")
@@ -157,6 +159,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	if c.dur <= 0 || c.warmup < 0 {
 		return nil, fmt.Errorf("-d must be positive and -warmup not negative")
+	}
+	if c.rounds < 1 || c.dur/time.Duration(c.rounds) < 10*time.Millisecond {
+		return nil, fmt.Errorf("-rounds must be at least 1, with rounds of at least 10ms (-d %v)", c.dur)
 	}
 	if c.rawDgram != 0 && (c.rawDgram < 64 || c.rawDgram > 65507) {
 		return nil, fmt.Errorf("-raw-dgram: want 0 or 64..65507")

@@ -161,3 +161,64 @@ func measure(c client, p point) result {
 	}
 	return res
 }
+
+// absorb adds a later round of the same point and system (see
+// measureRounds): calls, errors, time and latencies add up; allocations
+// per call are weighted by calls; the first error stays; a round that
+// could not run makes the point fail. Extra figures that count events
+// (roundCounts) add up; others keep the latest round's value.
+func (r *result) absorb(o result) {
+	if r.err != nil {
+		return
+	}
+	if o.err != nil {
+		r.err = o.err
+		return
+	}
+	if r.allocs >= 0 && o.allocs >= 0 && r.ops+o.ops > 0 {
+		r.allocs = (r.allocs*float64(r.ops) + o.allocs*float64(o.ops)) / float64(r.ops+o.ops)
+	} else if o.allocs >= 0 {
+		r.allocs = o.allocs
+	}
+	r.ops += o.ops
+	r.errs += o.errs
+	r.secs += o.secs
+	r.h.merge(&o.h)
+	if r.firstErr == nil {
+		r.firstErr = o.firstErr
+	}
+	r.inlight = max(r.inlight, o.inlight)
+	for key, v := range o.extra {
+		if r.extra == nil {
+			r.extra = map[string]any{}
+		}
+		if roundCounts[key] {
+			v = addCounts(r.extra[key], v)
+		}
+		r.extra[key] = v
+	}
+}
+
+// roundCounts are the extra figures that count events over a point, which
+// absorb adds up over its rounds.
+var roundCounts = map[string]bool{"retransmits": true, "nacks": true, "lost_datagrams": true}
+
+// addCounts adds two counts of the same integer type; anything else
+// yields b.
+func addCounts(a, b any) any {
+	switch bv := b.(type) {
+	case int:
+		if av, ok := a.(int); ok {
+			return av + bv
+		}
+	case int64:
+		if av, ok := a.(int64); ok {
+			return av + bv
+		}
+	case uint64:
+		if av, ok := a.(uint64); ok {
+			return av + bv
+		}
+	}
+	return b
+}
