@@ -276,8 +276,8 @@ func newRawUDPServer(cfg srvConfig) (serverImpl, error) {
 	return s, nil
 }
 
-func (s *rawUDPServer) addr() string { return s.sock.conn.LocalAddr().String() }
-func (s *rawUDPServer) close()       { s.sock.conn.Close(); <-s.done }
+func (s *rawUDPServer) addr() string { return s.sock.addr() }
+func (s *rawUDPServer) close()       { s.sock.close(); <-s.done }
 func (s *rawUDPServer) control(args []string) (string, error) {
 	return "", fmt.Errorf("unknown command %q", args[0])
 }
@@ -374,7 +374,7 @@ func newRawUDPClient(addr string, cfg *config) (client, error) {
 	return &rawUDPClient{sock: sock, dgram: dgram, r: r}, nil
 }
 
-func (c *rawUDPClient) close() { c.sock.conn.Close() }
+func (c *rawUDPClient) close() { c.sock.close() }
 
 type rawSlot struct {
 	seq    uint32

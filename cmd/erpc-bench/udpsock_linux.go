@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -16,21 +17,26 @@ import (
 
 // udpSock is a UDP socket driven the way erpc's Linux UDP transport drives
 // its own, so that raw-udp is a floor for erpc and not a different kind of
-// I/O: recvmmsg batches (with UDP_GRO once trains arrive), sendmmsg batches in which runs of
-// equal-sized datagrams go as one UDP_SEGMENT (GSO) train, raw non-blocking
-// system calls on the descriptor, and the same waiting: in the default
-// mode an empty socket is polled for 50 µs, yielding, before the goroutine
-// parks in the Go netpoller (RawConn.Read), erpc's shortest spin window (a
-// ping-pong never waits that long); with busy
-// set the caller spins on the socket from a goroutine locked to its thread
-// and parks only after idle of quiet. The batches are allocated once and
-// the callbacks bound once, so nothing allocates per datagram.
+// I/O: recvmsg while the socket was last found empty and recvmmsg batches
+// after it had datagrams (with UDP_GRO once trains arrive), sendmmsg
+// batches in which runs of equal-sized datagrams go as one UDP_SEGMENT
+// (GSO) train, raw non-blocking system
+// calls on a descriptor in no epoll set. It waits as erpc does, except
+// for where it parks: in the default mode an empty socket is polled for
+// 50 µs, yielding, erpc's shortest spin window (a ping-pong never waits
+// that long); with busy set the caller spins on the socket from a
+// goroutine locked to its thread; only after that (busy: idle of quiet)
+// does it park, in poll(2), where erpc parks in the Go netpoller. The
+// batches are allocated once, so nothing allocates per datagram.
 type udpSock struct {
-	conn *net.UDPConn
-	rc   syscall.RawConn
-	fd   uintptr
-	busy bool
-	idle time.Duration // busy: spin this long without traffic, then park
+	file   *os.File // the socket, outside the Go netpoller (see newUDPSock)
+	local  net.Addr
+	closed atomic.Bool
+	rc     syscall.RawConn
+	fd     uintptr
+	busy   bool
+	idle   time.Duration // busy: spin this long without traffic, then park
+	pfd    [1]unix.PollFd
 
 	// Receive batch.
 	rxHdrs  []unix.Mmsghdr
@@ -42,7 +48,6 @@ type udpSock struct {
 	rxErr   syscall.Errno
 	// rxBatched: the last receive found datagrams (see recvOnce).
 	rxBatched bool
-	rfn       func(uintptr) bool
 
 	gro bool // UDP_GRO is on: see noteTrain
 
@@ -58,12 +63,10 @@ type udpSock struct {
 	txEnd   int          // entries built
 	txDone  int          // entries sent
 	txErr   syscall.Errno
-	sfn     func(uintptr) bool
 
 	to    unix.RawSockaddrInet6
 	tolen uint32 // 0: the socket is connected
 
-	deadline time.Time // the read deadline set on conn
 }
 
 const (
@@ -95,23 +98,32 @@ func erpcPacketSize() int {
 	return t.PacketSize()
 }
 
+// newUDPSock takes conn's socket out of the Go netpoller, as erpc's
+// transport does (a registration in an epoll set costs every datagram),
+// and closes conn: the socket lives on as a blocking-mode descriptor that
+// every system call here passes MSG_DONTWAIT, and waits in poll(2).
 func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, error) {
-	rc, err := conn.SyscallConn()
-	if err != nil {
+	s := &udpSock{local: conn.LocalAddr(), busy: busy, idle: idle}
+	var err error
+	if s.file, err = detachUDP(conn); err != nil {
 		return nil, err
 	}
-	s := &udpSock{conn: conn, rc: rc, busy: busy, idle: idle}
-	rc.Control(func(fd uintptr) {
+	if s.rc, err = s.file.SyscallConn(); err != nil {
+		s.file.Close()
+		return nil, err
+	}
+	s.rc.Control(func(fd uintptr) {
 		s.fd = fd
 		// Large buffers, as erpc asks for: FORCE passes rmem_max as root.
 		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sockBuffer) != nil {
-			conn.SetReadBuffer(sockBuffer)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF, sockBuffer)
 		}
 		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, sockBuffer) != nil {
-			conn.SetWriteBuffer(sockBuffer)
+			_ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, sockBuffer)
 		}
 		s.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
 	})
+	s.pfd[0].Fd = int32(s.fd)
 	s.rxHdrs = make([]unix.Mmsghdr, sockBatch)
 	s.rxIovs = make([]unix.Iovec, sockBatch)
 	s.rxNames = make([]unix.RawSockaddrInet6, sockBatch)
@@ -133,14 +145,6 @@ func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, err
 	s.txSegs = make([]int, sockBatch)
 	s.txSize = make([]int, sockBatch)
 	s.txTotal = make([]int, sockBatch)
-	s.rfn = func(fd uintptr) bool {
-		s.recvOnce(fd)
-		return s.rxErr != unix.EAGAIN
-	}
-	s.sfn = func(fd uintptr) bool {
-		s.sendOnce(fd)
-		return s.txErr != unix.EAGAIN
-	}
 	return s, nil
 }
 
@@ -250,18 +254,70 @@ func (s *udpSock) recv(deadline time.Time) (int, error) {
 	}
 }
 
+// sockPark bounds one poll(2), so that a parked socket notices close.
+const sockPark = 50 * time.Millisecond
+
+// recvBlocking parks in poll(2) until a batch is read (recvOnce's results),
+// the deadline passes (errTimeout) or the socket is closed.
 func (s *udpSock) recvBlocking(deadline time.Time) error {
-	if !deadline.Equal(s.deadline) {
-		s.conn.SetReadDeadline(deadline)
-		s.deadline = deadline
-	}
-	if err := s.rc.Read(s.rfn); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return errTimeout
+	for !s.closed.Load() {
+		wait := sockPark
+		if !deadline.IsZero() {
+			if wait = min(wait, time.Until(deadline)); wait <= 0 {
+				return errTimeout
+			}
 		}
-		return err
+		s.pfd[0].Events = unix.POLLIN
+		if n, _ := unix.Poll(s.pfd[:], int((wait+time.Millisecond-1)/time.Millisecond)); n > 0 {
+			s.recvOnce(s.fd)
+			if s.rxErr != unix.EAGAIN && s.rxErr != unix.EINTR {
+				return nil
+			}
+		}
 	}
-	return nil
+	return net.ErrClosed
+}
+
+// waitWritable parks in poll(2) until the socket has room to send.
+func (s *udpSock) waitWritable() error {
+	for !s.closed.Load() {
+		s.pfd[0].Events = unix.POLLOUT
+		if n, _ := unix.Poll(s.pfd[:], int(sockPark/time.Millisecond)); n > 0 {
+			return nil
+		}
+	}
+	return net.ErrClosed
+}
+
+// addr is the socket's local address.
+func (s *udpSock) addr() string { return s.local.String() }
+
+// close closes the socket; a parked receive returns within sockPark.
+func (s *udpSock) close() {
+	s.closed.Store(true)
+	s.file.Close()
+}
+
+// detachUDP returns conn's socket as a file outside the Go netpoller and
+// closes conn (see newUDPSock).
+func detachUDP(conn *net.UDPConn) (*os.File, error) {
+	defer conn.Close()
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, derr
+	}
+	if err := unix.SetNonblock(fd, false); err != nil { // so os.NewFile leaves it alone
+		unix.Close(fd)
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), "raw-udp"), nil
 }
 
 // message returns message i of the last batch and the GRO segment size
@@ -397,7 +453,7 @@ func (s *udpSock) flush() error {
 		case 0:
 		case unix.EAGAIN:
 			if !s.busy {
-				if err := s.rc.Write(s.sfn); err != nil {
+				if err := s.waitWritable(); err != nil {
 					return err
 				}
 			}

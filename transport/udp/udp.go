@@ -126,7 +126,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	}
 	t := &Transport{conn: conn, local: local, packetSize: min(opts.PacketSize, MaxDatagram)}
 	if err := t.init(opts); err != nil {
-		conn.Close()
+		t.Close()
 		return nil, err
 	}
 	if err := t.openPaths(ua, opts); err != nil {

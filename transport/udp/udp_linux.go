@@ -25,16 +25,19 @@ import (
 // kernel as a few large buffers instead of one small one per packet. A
 // client-only transport connects its socket to its one peer (solo).
 //
-// Waiting uses the Go netpoller: the sockets (one per path) are in an epoll
-// set of their own, and Wait parks on the set's descriptor, wrapped in an
-// os.File, until a socket is readable; Wake interrupts it by moving the read
+// The sockets are in no epoll set while the loop runs, the Go netpoller's
+// included (see detach: a registration costs every datagram). Waiting
+// still uses the netpoller: Wait puts the sockets (one per path) in an
+// epoll set of their own and parks on the set's descriptor, wrapped in an
+// os.File, until a socket is readable, then takes them out again; Wake interrupts it by moving the read
 // deadline into the past after raising a flag that Wait checks, so a wake-up
 // is never lost. The os.File matters: a net.Conn's RawConn wraps the
 // deadline's error in a fresh *net.OpError, an allocation every time the
 // loop is woken or its timer fires, which is every call on a busy machine.
 type Transport struct {
-	packetSize int // Options.PacketSize, resolved
-	conn       *net.UDPConn
+	packetSize int          // Options.PacketSize, resolved
+	conn       *net.UDPConn // as Listen opened it; init detaches it into sock
+	sock       *os.File     // the socket, outside the Go netpoller (detach)
 	rc         syscall.RawConn
 	local      netip.AddrPort
 	v6         bool // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
@@ -68,7 +71,6 @@ type Transport struct {
 	txFull    bool // the last sendBatch stopped at EAGAIN
 	recvFn    func(fd uintptr)
 	sendFn    func(fd uintptr)
-	writeFn   func(fd uintptr) bool
 	readyFn   func(fd uintptr) bool
 	solo      solo // the one peer of a client-only transport (Options.ClientOnly)
 	groOn     bool // UDP_GRO is on: see noteBatch
@@ -76,8 +78,14 @@ type Transport struct {
 
 func (t *Transport) init(opts Options) error {
 	t.solo.allowed = opts.ClientOnly && opts.Paths <= 1
-	rc, err := t.conn.SyscallConn()
+	sock, err := detach(t.conn)
 	if err != nil {
+		return err
+	}
+	t.sock, t.conn = sock, nil
+	rc, err := sock.SyscallConn()
+	if err != nil {
+		sock.Close()
 		return err
 	}
 	t.rc = rc
@@ -102,7 +110,6 @@ func (t *Transport) init(opts Options) error {
 	t.tx = newTxBatch()
 	t.recvFn = t.recvBatch
 	t.sendFn = t.sendBatch
-	t.writeFn = func(fd uintptr) bool { t.sendBatch(fd); return !t.txFull }
 	t.readyFn = t.ready
 	t.set, err = newPathSet(rc)
 	return err
@@ -283,10 +290,12 @@ func (t *Transport) sendOn(rc syscall.RawConn, msgs []transport.Message) error {
 			err = transport.ErrTooLarge
 		}
 		cerr := rc.Control(t.sendFn)
-		if cerr == nil && t.txFull {
-			// The socket buffer is full: wait in the netpoller until it
-			// drains rather than drop what the protocol would only resend.
-			cerr = rc.Write(t.writeFn)
+		for cerr == nil && t.txFull {
+			// The socket buffer is full: wait until it drains rather
+			// than drop what the protocol would only resend.
+			if cerr = waitWritable(rc, t.closed.Load); cerr == nil {
+				cerr = rc.Control(t.sendFn)
+			}
 		}
 		if cerr != nil {
 			t.clearTx()
@@ -419,6 +428,10 @@ func (t *Transport) Wait(deadline time.Time) error {
 	if t.woken.Swap(false) {
 		return nil
 	}
+	if err := t.set.arm(); err != nil {
+		return transport.ErrClosed
+	}
+	defer t.set.disarm()
 	if err := t.set.ep.SetReadDeadline(deadline); err != nil {
 		return transport.ErrClosed
 	}
@@ -453,9 +466,14 @@ func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
-	err := t.conn.Close()
+	var err error
+	if t.sock != nil {
+		err = t.sock.Close()
+	} else if t.conn != nil {
+		err = t.conn.Close() // init failed before detaching
+	}
 	for _, pc := range t.paths {
-		pc.conn.Close()
+		pc.sock.Close()
 	}
 	if t.set != nil {
 		t.set.ep.Close()
