@@ -168,8 +168,9 @@ func (b *bench) runGrid(loss float64, extra func(*result)) error {
 // each, or with -rounds in that many rounds of d/rounds each, the peers
 // alternating round by round, each round after a warm-up of its own
 // (warmup/rounds, at least roundWarmup: long enough for a server parked
-// since its last round to be spinning again). It returns one merged
-// result per peer, in the order measured.
+// since its last round to be spinning again); each round starts one peer
+// later. It returns one merged result per peer, in the first round's
+// order.
 func (b *bench) measureRounds(peers []*peer, k int, pt point) []result {
 	rounds := max(b.cfg.rounds, 1)
 	sub := pt
@@ -177,17 +178,23 @@ func (b *bench) measureRounds(peers []*peer, k int, pt point) []result {
 		sub.dur = pt.dur / time.Duration(rounds)
 		sub.warmup = max(pt.warmup/time.Duration(rounds), roundWarmup)
 	}
-	out := make([]result, len(peers))
+	byPeer := make([]result, len(peers))
 	for r := range rounds {
+		// Each round starts with the next peer, so that none is always
+		// the one measured first after the others' rounds.
 		for j := range peers {
-			p := peers[(j+k)%len(peers)]
-			res := b.measure(p, sub)
+			i := (j + k + r) % len(peers)
+			res := b.measure(peers[i], sub)
 			if r == 0 {
-				out[j] = res
+				byPeer[i] = res
 			} else {
-				out[j].absorb(res)
+				byPeer[i].absorb(res)
 			}
 		}
+	}
+	out := make([]result, 0, len(peers))
+	for j := range peers {
+		out = append(out, byPeer[(j+k)%len(peers)])
 	}
 	return out
 }
