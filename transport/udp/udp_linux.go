@@ -29,9 +29,9 @@ import (
 // included (see detach: a registration costs every datagram). Waiting
 // still uses the netpoller: Wait puts the sockets (one per path) in an
 // epoll set of their own and parks on the set's descriptor, wrapped in an
-// os.File, until a socket is readable, then takes them out again; Wake interrupts it by moving the read
-// deadline into the past after raising a flag that Wait checks, so a wake-up
-// is never lost. The os.File matters: a net.Conn's RawConn wraps the
+// os.File, until a socket is readable, then takes them out again. Wake
+// interrupts it by moving the read deadline into the past after raising a
+// flag that Wait checks, so a wake-up is never lost. The os.File matters: a net.Conn's RawConn wraps the
 // deadline's error in a fresh *net.OpError, an allocation every time the
 // loop is woken or its timer fires, which is every call on a busy machine.
 type Transport struct {
