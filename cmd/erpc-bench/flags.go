@@ -84,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.DurationVar(&c.warmup, "warmup", 300*time.Millisecond, "warm-up per point, discarded")
 	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(allSystems[1:], ","))
 	fs.StringVar(&c.transport, "transport", "udp", "erpc transport: udp, shm or memnet")
-	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth: measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
+	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth, loss (not -testbed): measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
 	fs.BoolVar(&c.json, "json", false, "one JSON object per line instead of a table")
 	fs.StringVar(&c.plot, "plot", "", "write an SVG plot (p50 latency and throughput by size) to this file")
 	fs.BoolVar(&c.busy, "busy", false, "busy-poll on both sides (erpc.WithBusyPoll; raw-udp spins on non-blocking sockets)")

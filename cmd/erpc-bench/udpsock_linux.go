@@ -32,7 +32,6 @@ type udpSock struct {
 	file   *os.File // the socket, outside the Go netpoller (see newUDPSock)
 	local  net.Addr
 	closed atomic.Bool
-	rc     syscall.RawConn
 	fd     uintptr
 	busy   bool
 	idle   time.Duration // busy: spin this long without traffic, then park
@@ -108,11 +107,12 @@ func newUDPSock(conn *net.UDPConn, busy bool, idle time.Duration) (*udpSock, err
 	if s.file, err = detachUDP(conn); err != nil {
 		return nil, err
 	}
-	if s.rc, err = s.file.SyscallConn(); err != nil {
+	rc, err := s.file.SyscallConn()
+	if err != nil {
 		s.file.Close()
 		return nil, err
 	}
-	s.rc.Control(func(fd uintptr) {
+	rc.Control(func(fd uintptr) {
 		s.fd = fd
 		// Large buffers, as erpc asks for: FORCE passes rmem_max as root.
 		if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, sockBuffer) != nil {
@@ -214,11 +214,9 @@ func (s *udpSock) recv(deadline time.Time) (int, error) {
 				if start.IsZero() {
 					start = now
 				} else if s.idle > 0 && now.Sub(start) > s.idle {
-					// A locked thread must not park in the netpoller.
-					runtime.UnlockOSThread()
-					err := s.recvBlocking(deadline)
-					runtime.LockOSThread()
-					if err != nil {
+					// poll(2) blocks the locked thread; the runtime
+					// hands its P to another.
+					if err := s.recvBlocking(deadline); err != nil {
 						return 0, err
 					}
 					break

@@ -48,11 +48,23 @@ func epollWatchers(t *testing.T, tr *Transport) int {
 
 // The socket is in no epoll set while the loop runs (each registration
 // costs every datagram), and in the transport's own set while Wait parks,
-// so a datagram still ends the park.
+// so a datagram still ends the park, and one that came before the park
+// does not wait for the deadline.
 func TestSocketWatchedOnlyWhileParked(t *testing.T) {
 	a, b := listenPair(t)
 	if n := epollWatchers(t, a); n != 0 {
 		t.Fatalf("socket in %d epoll sets after Listen, want none", n)
+	}
+	sendText(t, b, a.LocalAddr(), "early")
+	start := time.Now()
+	if err := a.Wait(start.Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Wait took %v with a datagram already waiting", d)
+	}
+	if got := receiveN(t, a, 1); len(got) != 1 || string(got[0]) != "early" {
+		t.Fatalf("received %q, want the early datagram", got)
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Wait(time.Now().Add(10 * time.Second)) }()

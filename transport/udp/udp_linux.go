@@ -36,7 +36,7 @@ import (
 // loop is woken or its timer fires, which is every call on a busy machine.
 type Transport struct {
 	packetSize int          // Options.PacketSize, resolved
-	conn       *net.UDPConn // as Listen opened it; init detaches it into sock
+	conn       *net.UDPConn // as Listen opened it; init detaches it into sock and closes it
 	sock       *os.File     // the socket, outside the Go netpoller (detach)
 	rc         syscall.RawConn
 	local      netip.AddrPort
@@ -467,10 +467,8 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	var err error
-	if t.sock != nil {
+	if t.sock != nil { // nil: init failed, and detach closed conn
 		err = t.sock.Close()
-	} else if t.conn != nil {
-		err = t.conn.Close() // init failed before detaching
 	}
 	for _, pc := range t.paths {
 		pc.sock.Close()
