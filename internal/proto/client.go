@@ -229,7 +229,7 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 		// No network between: a datagram is lost only to a full socket
 		// buffer, which credits prevent, and what delays a reply is the
 		// host (a descheduled process, for milliseconds). The timeout
-		// starts at eRPC's fixed 5 ms rather than at MinRTO.
+		// starts at sameHostRTO rather than at MinRTO.
 		s.c.noCC = true
 		s.c.rtoFloor = min(sameHostRTO, e.cfg.MaxRTO)
 	}

@@ -64,7 +64,8 @@
 //     spurious (Eifel, Stats.SpuriousTimeouts) and raises the session's
 //     floor to twice that reply's delay, which gives half its rise back
 //     every 10 s of replies; same-host sessions
-//     (Config.Uncongested) start at eRPC's 5 ms (timeout.go).
+//     (Config.Uncongested) start at 20 ms, above the few milliseconds a
+//     VM deschedules a process for (timeout.go).
 //   - The lean path (SHRIMP's specialised path beside the general one).
 //     Sessions to peers the transport delivers to once and in order
 //     (Config.Reliable: shared memory) keep no loss detection and take no
