@@ -249,9 +249,8 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 			Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
 	}
 	putCall(c)
-	ep.watch.what.Store(continuationHandler)
+	ep.watch.running(continuationHandler)
 	defer func() {
-		ep.watch.what.Store(nil)
 		if p := recover(); p != nil {
 			ep.log.Error("erpc: call continuation panicked", "panic", p)
 		}

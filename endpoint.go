@@ -222,13 +222,17 @@ func (ep *Endpoint) post(c command) {
 
 // enqueue queues c for the loop and wakes it if it sleeps; false if the
 // loop has stopped. A queue that was not empty may mean a loop held up by
-// a handler: that is checked, and logged once.
+// a handler: that is checked, and logged once. The check reads the clock,
+// so it is made only when the queue reaches a power of two: a loop that
+// is really held sees its queue double again and again, while the
+// continuations of a busy loop, which post one call each, do not pay a
+// clock read per call (erpc-bench rate, 64 calls in flight).
 func (ep *Endpoint) enqueue(c command) bool {
 	waiting, ok := ep.cmds.push(c)
 	if !ok {
 		return false
 	}
-	if waiting > 1 {
+	if waiting > 1 && waiting&(waiting-1) == 0 {
 		ep.checkStall()
 	}
 	if ep.sleeping.Load() {

@@ -155,9 +155,8 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 func (ep *Endpoint) runInline(now proto.Time, q Request) {
 	r := q.r
 	r.state.Or(phInline)
-	ep.watch.what.Store(r.handler)
+	ep.watch.running(r.handler)
 	ep.runHandler(q)
-	ep.watch.what.Store(nil)
 	s := r.state.And(^uint64(phInline)) // returns the old value
 	if s&phAnswered != 0 {
 		ep.sendAnswer(now, r)

@@ -21,6 +21,7 @@ type loopState struct {
 	now        proto.Time
 	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
 	poller     transport.Poller                       // nil unless the transport has a cheap check
+	watcher    transport.PeerWatcher                  // nil unless the transport reports gone peers
 	idleCheck  func() bool                            // bound once, for poller
 	stopped    bool
 	thread     busyThread // busy polling only
@@ -47,6 +48,7 @@ func (ep *Endpoint) run() {
 	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
 	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
 	ep.loop.poller, _ = ep.tr.(transport.Poller)
+	ep.loop.watcher, _ = ep.tr.(transport.PeerWatcher)
 	ep.loop.idleCheck = func() bool { return ep.cmds.n.Load() > 0 }
 	idleSince := ep.now()
 	parked := time.Duration(-1) // the last park, until the turn after it
@@ -126,11 +128,10 @@ func (ep *Endpoint) yield() {
 
 // checkPeers ends the sessions of peers the transport saw go away.
 func (ep *Endpoint) checkPeers(now proto.Time) {
-	w, ok := ep.tr.(transport.PeerWatcher)
-	if !ok {
+	if ep.loop.watcher == nil {
 		return
 	}
-	ep.loop.gone = w.GonePeers(ep.loop.gone[:0])
+	ep.loop.gone = ep.loop.watcher.GonePeers(ep.loop.gone[:0])
 	for _, a := range ep.loop.gone {
 		ep.eng.PeerGone(now, a)
 	}

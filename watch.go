@@ -16,9 +16,10 @@ import (
 // and a loop held up by one handler is logged.
 type loopWatch struct {
 	gid    atomic.Uint64
-	since  atomic.Int64 // engine time the loop entered user code; -1 when it is not in it
-	what   atomic.Pointer[handler]
-	logged atomic.Int64 // the since of the last stall logged
+	since  atomic.Int64            // engine time the loop entered user code; -1 when it is not in it
+	what   atomic.Pointer[handler] // the user code running, or the turn's last to run
+	cur    *handler                // what, as the loop last stored it (the loop's own copy)
+	logged atomic.Int64            // the since of the last stall logged
 }
 
 func (w *loopWatch) init() {
@@ -31,7 +32,22 @@ var continuationHandler = &handler{name: "a Session.Go continuation or Post func
 
 // enterUser and leaveUser bracket the loop's user code of one turn.
 func (w *loopWatch) enterUser(now proto.Time) { w.since.Store(int64(now)) }
-func (w *loopWatch) leaveUser()               { w.since.Store(-1) }
+func (w *loopWatch) leaveUser() {
+	w.since.Store(-1)
+	w.running(nil)
+}
+
+// running names the user code the loop is about to run. Between two
+// pieces of user code of one turn the loop runs only its own short work,
+// so the name stays until the next one or the end of the turn; and it is
+// stored only when it changes: a turn of 64 continuations makes one
+// atomic store, not 128.
+func (w *loopWatch) running(h *handler) {
+	if w.cur != h {
+		w.cur = h
+		w.what.Store(h)
+	}
+}
 
 // onLoop reports whether the calling goroutine is the endpoint's loop,
 // running user code. The check is one atomic load unless the loop is in
