@@ -28,14 +28,27 @@ type inflight struct {
 
 // inflightList holds a session's in-flight records in send order. It never
 // holds more than the session's credits (32 by default), so linear scans are
-// cheaper than any index.
+// cheaper than any index. Replies come mostly in send order, so the record
+// removed is mostly the oldest: recs is a window on buf that removing the
+// oldest moves forward, instead of copying every other record down (with
+// 64 calls in flight, 1.5 KB moved per reply); add moves the window back
+// to the start of buf when it reaches the end.
 type inflightList struct {
 	recs []inflight
+	buf  []inflight
 }
 
 func (l *inflightList) len() int { return len(l.recs) }
 
-func (l *inflightList) add(r inflight) { l.recs = append(l.recs, r) }
+func (l *inflightList) add(r inflight) {
+	if len(l.recs) == cap(l.recs) && len(l.recs) < cap(l.buf) {
+		l.recs = l.buf[:copy(l.buf[:cap(l.buf)], l.recs)]
+	}
+	l.recs = append(l.recs, r)
+	if cap(l.recs) > cap(l.buf) { // append grew it: a new array
+		l.buf = l.recs
+	}
+}
 
 // find returns the index of the record with seq, or -1. Records are added
 // in send order, which is sequence order, so it is a binary search.
@@ -68,7 +81,14 @@ func (l *inflightList) findPacket(slot uint16, kind pktKind, idx uint32) int {
 
 func (l *inflightList) removeAt(i int) inflight {
 	r := l.recs[i]
-	l.recs = append(l.recs[:i], l.recs[i+1:]...)
+	switch {
+	case len(l.recs) == 1:
+		l.recs = l.buf[:0]
+	case i == 0:
+		l.recs = l.recs[1:]
+	default:
+		l.recs = append(l.recs[:i], l.recs[i+1:]...)
+	}
 	return r
 }
 
