@@ -81,8 +81,8 @@ func (b *bench) start(system string, loss float64) (*peer, error) {
 		p.cli, err = newErpcClient(srv.addr, tr, opts, loss, system != "erpc-call")
 	case "raw-udp":
 		p.cli, err = newRawUDPClient(srv.addr, cfg)
-	case "udp-floor":
-		p.cli, err = newUDPFloorClient(srv)
+	case "udp-floor", "udp-plain":
+		p.cli, err = newUDPFloorClient(srv, system == "udp-plain")
 	case "raw-shm":
 		p.cli, err = newRawShmClient(srv)
 	case "grpc":
@@ -240,7 +240,7 @@ func transportOf(system, erpcTransport string) string {
 		return erpcTransport
 	case "memcpy":
 		return "mem"
-	case "raw-udp", "udp-floor", "erpc-udp":
+	case "raw-udp", "udp-floor", "udp-plain", "erpc-udp":
 		return "udp"
 	case "raw-shm":
 		return "shm"

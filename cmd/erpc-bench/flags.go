@@ -40,7 +40,7 @@ type config struct {
 }
 
 // allSystems lists every system erpc-bench knows, in display order.
-var allSystems = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "udp-floor", "raw-shm", "grpc", "netrpc", "drpc"}
+var allSystems = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "udp-floor", "udp-plain", "raw-shm", "grpc", "netrpc", "drpc"}
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
 // reduced grid for -quick.

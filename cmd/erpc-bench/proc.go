@@ -237,7 +237,7 @@ func newServerImpl(cfg srvConfig) (serverImpl, error) {
 		return newErpcServer(cfg)
 	case "raw-udp":
 		return newRawUDPServer(cfg)
-	case "udp-floor":
+	case "udp-floor", "udp-plain":
 		return newUDPFloorServer(cfg)
 	case "raw-shm":
 		return newRawShmServer(cfg)

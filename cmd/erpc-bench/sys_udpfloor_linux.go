@@ -35,6 +35,13 @@ import (
 // 1.35-1.44 µs; a ping-pong between the two CPUs took 8.3-8.5 µs a round
 // trip with both ends connected, 8.8-9.0 µs with neither.
 //
+// udp-plain is the same ping-pong with neither socket connected: every
+// send is a sendto naming the peer, every receive a recvfrom that learns
+// the sender, the server answering whoever sent. That is issue 16's
+// definition of the floor ("a plain non-blocking recvfrom/sendto
+// ping-pong on locked threads"), and the way erpc's server socket works;
+// udp-floor, the connected one, is the stricter floor below it.
+//
 // The server answers each request with its first resp bytes (an echo when
 // the sizes are equal; zeros pad a longer response), resp being what the
 // client set for the point on the control channel ("resp N").
@@ -92,40 +99,72 @@ func udpFloorConnect(fd int, addr string) error {
 	return unix.Connect(fd, &unix.SockaddrInet4{Addr: ap.Addr().As4(), Port: int(ap.Port())})
 }
 
+// udpFloorAddr is a peer's address for udp-plain's sendto and recvfrom;
+// nil on a connected socket, which names no address.
+type udpFloorAddr struct {
+	sa  unix.RawSockaddrInet4
+	len uint32
+}
+
 // udpFloorRecv receives one datagram into b (which must not be empty)
-// without waiting; the socket is connected, so no source address.
-func udpFloorRecv(fd int, b []byte) (int, unix.Errno) {
+// without waiting, and its source address into from unless from is nil.
+func udpFloorRecv(fd int, b []byte, from *udpFloorAddr) (int, unix.Errno) {
+	var sa, salen uintptr
+	if from != nil {
+		from.len = unix.SizeofSockaddrInet4
+		sa, salen = uintptr(unsafe.Pointer(&from.sa)), uintptr(unsafe.Pointer(&from.len))
+	}
 	n, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
-		unix.MSG_DONTWAIT, 0, 0)
+		unix.MSG_DONTWAIT, sa, salen)
 	return int(n), e
 }
 
-// udpFloorSend sends the first n bytes of b (which must not be empty) on
-// the connected socket, spinning while its buffer is full.
-func udpFloorSend(fd int, b []byte, n int) unix.Errno {
+// udpFloorSend sends the first n bytes of b (which must not be empty) to
+// to, or on the connected socket if to is nil, spinning while its buffer
+// is full.
+func udpFloorSend(fd int, b []byte, n int, to *udpFloorAddr) unix.Errno {
+	var sa, salen uintptr
+	if to != nil {
+		sa, salen = uintptr(unsafe.Pointer(&to.sa)), unix.SizeofSockaddrInet4
+	}
 	for {
 		_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(n),
-			unix.MSG_DONTWAIT, 0, 0)
+			unix.MSG_DONTWAIT, sa, salen)
 		if e != unix.EAGAIN && e != unix.EINTR {
 			return e
 		}
 	}
 }
 
-type udpFloorServer struct {
-	fd   int
-	port int
-	resp atomic.Int64 // response bytes; -1: echo
-	stop atomic.Bool
-	done chan struct{}
+// udpFloorAddrOf is addr ("ip:port", IPv4) for udpFloorSend.
+func udpFloorAddrOf(addr string) (*udpFloorAddr, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if !ap.Addr().Is4() {
+		return nil, fmt.Errorf("udp-plain: %s is not an IPv4 address", addr)
+	}
+	a := &udpFloorAddr{sa: unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ap.Addr().As4()}}
+	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&a.sa.Port))[:], ap.Port())
+	return a, nil
 }
 
-func newUDPFloorServer(srvConfig) (serverImpl, error) {
+type udpFloorServer struct {
+	fd    int
+	port  int
+	plain bool         // udp-plain: unconnected, answers each datagram's sender
+	resp  atomic.Int64 // response bytes; -1: echo
+	stop  atomic.Bool
+	done  chan struct{}
+}
+
+func newUDPFloorServer(cfg srvConfig) (serverImpl, error) {
 	fd, port, err := udpFloorSocket()
 	if err != nil {
 		return nil, err
 	}
-	s := &udpFloorServer{fd: fd, port: port, done: make(chan struct{})}
+	s := &udpFloorServer{fd: fd, port: port, plain: cfg.system == "udp-plain", done: make(chan struct{})}
 	s.resp.Store(-1)
 	go s.serve()
 	return s, nil
@@ -161,18 +200,23 @@ func (s *udpFloorServer) control(args []string) (string, error) {
 }
 
 // serve answers datagrams until close, spinning while there is traffic.
-// Until a "peer" command has connected the socket, requests go
-// unanswered (send fails with EDESTADDRREQ).
+// udp-floor: until a "peer" command has connected the socket, requests go
+// unanswered (send fails with EDESTADDRREQ). udp-plain answers each
+// datagram's sender.
 func (s *udpFloorServer) serve() {
 	defer close(s.done)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	buf := make([]byte, 1<<16)
+	var from *udpFloorAddr
+	if s.plain {
+		from = new(udpFloorAddr)
+	}
 	pfd := []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}}
 	spins := 0
 	var idle time.Time // start of the current run of empty receives
 	for {
-		n, e := udpFloorRecv(s.fd, buf)
+		n, e := udpFloorRecv(s.fd, buf, from)
 		if e == 0 {
 			resp := int(s.resp.Load())
 			if resp < 0 {
@@ -180,7 +224,7 @@ func (s *udpFloorServer) serve() {
 			} else if resp > n {
 				clear(buf[n:resp])
 			}
-			udpFloorSend(s.fd, buf, resp) // a failed send is a lost datagram
+			udpFloorSend(s.fd, buf, resp, from) // a failed send is a lost datagram
 			spins, idle = 0, time.Time{}
 			continue
 		}
@@ -215,13 +259,25 @@ type udpFloorClient struct {
 	srv  *server
 	fd   int
 	buf  []byte
-	next uint32 // the next point's first tag: tags never repeat across points
+	to   *udpFloorAddr // udp-plain: the server's address, for sendto; nil when connected
+	from *udpFloorAddr // udp-plain: where recvfrom writes the sender's
+	next uint32        // the next point's first tag: tags never repeat across points
 }
 
-func newUDPFloorClient(srv *server) (client, error) {
+// newUDPFloorClient is udp-floor's client, or with plain udp-plain's.
+func newUDPFloorClient(srv *server, plain bool) (client, error) {
 	fd, port, err := udpFloorSocket()
 	if err != nil {
 		return nil, err
+	}
+	c := &udpFloorClient{srv: srv, fd: fd, buf: make([]byte, 1<<16)}
+	if plain {
+		if c.to, err = udpFloorAddrOf(srv.addr); err != nil {
+			unix.Close(fd)
+			return nil, err
+		}
+		c.from = new(udpFloorAddr)
+		return c, nil
 	}
 	if err := udpFloorConnect(fd, srv.addr); err != nil {
 		unix.Close(fd)
@@ -231,7 +287,7 @@ func newUDPFloorClient(srv *server) (client, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("udp-floor server: %w", err)
 	}
-	return &udpFloorClient{srv: srv, fd: fd, buf: make([]byte, 1<<16)}, nil
+	return c, nil
 }
 
 func (c *udpFloorClient) close() { unix.Close(c.fd) }
@@ -273,7 +329,7 @@ func (r *udpFloorRun) issue(i int) {
 	r.t0[i] = time.Now()
 	// A failed send (ENOBUFS, or ECONNREFUSED from a server gone) is a
 	// lost datagram: the slot times out.
-	udpFloorSend(r.c.fd, r.req, r.size)
+	udpFloorSend(r.c.fd, r.req, r.size, r.c.to)
 }
 
 // complete records slot i's call and sends its next request, or retires
@@ -301,7 +357,7 @@ func (c *udpFloorClient) run(p point, m *meter) error {
 	defer runtime.UnlockOSThread()
 	// Whatever is still queued answers requests given up on.
 	for {
-		if _, e := udpFloorRecv(c.fd, c.buf); e != 0 && e != unix.ECONNREFUSED {
+		if _, e := udpFloorRecv(c.fd, c.buf, c.from); e != 0 && e != unix.ECONNREFUSED {
 			break
 		}
 	}
@@ -324,7 +380,7 @@ func (c *udpFloorClient) run(p point, m *meter) error {
 	}()
 	spins := 0
 	for r.active > 0 {
-		k, e := udpFloorRecv(c.fd, c.buf)
+		k, e := udpFloorRecv(c.fd, c.buf, c.from)
 		if e == 0 {
 			spins = 0
 			i := 0

@@ -5,26 +5,31 @@ import (
 	"testing"
 )
 
-// TestSmokeUDPFloor runs the latency scenario with udp-floor beside erpc,
-// its server in a process of its own, for a fraction of a second.
+// TestSmokeUDPFloor runs the latency scenario with udp-floor (connected
+// sockets) and udp-plain (sendto and recvfrom) beside erpc, each server in
+// a process of its own, for a fraction of a second, and at -c 4 (slots
+// told apart by their tags), where a reply that went to the wrong address
+// or slot would fail the point.
 func TestSmokeUDPFloor(t *testing.T) {
 	skipShort(t)
-	var floor []map[string]any
-	for _, m := range runJSON(t, "latency", "-vs", "udp-floor", "-size", "32") {
-		if m["system"] == "udp-floor" {
-			floor = append(floor, m)
+	for _, c := range []string{"1", "4"} {
+		got := map[string]map[string]any{}
+		for _, m := range runJSON(t, "latency", "-vs", "udp-floor,udp-plain", "-size", "32", "-c", c) {
+			got[m["system"].(string)] = m
 		}
-	}
-	if len(floor) != 1 {
-		t.Fatalf("udp-floor records: %v", floor)
-	}
-	m := floor[0]
-	if m["ops"].(float64) <= 0 || m["errors"].(float64) != 0 || m["transport"] != "udp" || m["error"] != nil {
-		t.Errorf("udp-floor record: %v", m)
-	}
-	// Not a strict 0: the client process's other goroutines allocate too.
-	if a := m["allocs_per_op"].(float64); a < 0 || a >= 0.5 {
-		t.Errorf("udp-floor allocates per call: allocs_per_op %v", a)
+		for _, sys := range []string{"udp-floor", "udp-plain"} {
+			m := got[sys]
+			if m == nil {
+				t.Fatalf("-c %s: no %s record in %v", c, sys, got)
+			}
+			if m["ops"].(float64) <= 0 || m["errors"].(float64) != 0 || m["transport"] != "udp" || m["error"] != nil {
+				t.Errorf("-c %s: %s record: %v", c, sys, m)
+			}
+			// Not a strict 0: the client process's other goroutines allocate too.
+			if a := m["allocs_per_op"].(float64); a < 0 || a >= 0.5 {
+				t.Errorf("-c %s: %s allocates per call: allocs_per_op %v", c, sys, a)
+			}
+		}
 	}
 }
 
