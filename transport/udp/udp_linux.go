@@ -17,13 +17,12 @@ import (
 	"github.com/erpc-go/erpc/transport"
 )
 
-// Transport is a UDP socket driven with recvmmsg and sendmmsg (recvmsg and
-// sendmsg for a single datagram) on the socket's file descriptor (through
-// RawConn.Control, so a concurrent Close cannot hand the descriptor to
-// someone else mid-call). Trains of equal-sized datagrams to one peer go out
-// as one GSO send, and the receive side asks for GRO once bursts arrive
-// (noteBatch), so a multi-packet message crosses the kernel as a few large
-// buffers instead of one small one per packet. A
+// Transport is a UDP socket driven with recvmmsg and sendmmsg on the
+// socket's file descriptor (through RawConn.Control, so a concurrent Close
+// cannot hand the descriptor to someone else mid-call). Trains of equal-sized
+// datagrams to one peer go out as one GSO send, and the receive side asks for
+// GRO once bursts arrive (noteBatch), so a multi-packet message crosses the
+// kernel as a few large buffers instead of one small one per packet. A
 // client-only transport connects its socket to its one peer (solo).
 //
 // The sockets are in no epoll set while the loop runs, the Go netpoller's
@@ -397,7 +396,8 @@ func (b *txBatch) addIov(p []byte) {
 func (t *Transport) sendBatch(fd uintptr) {
 	t.txFull = false
 	for t.txDone < t.txEnd {
-		n, errno := t.sendEntries(fd)
+		n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&t.tx.hdrs[t.txDone])),
+			uintptr(t.txEnd-t.txDone), unix.MSG_DONTWAIT, 0, 0)
 		switch {
 		case errno == 0:
 			t.txDone += int(n)
@@ -414,23 +414,6 @@ func (t *Transport) sendBatch(fd uintptr) {
 			t.txDone++
 		}
 	}
-}
-
-// sendEntries makes one system call for entries txDone..txEnd and returns
-// how many it sent: sendmsg for a single entry (the common call's request
-// or reply; it skips sendmmsg's loop over a vector, 0-0.9 us a round trip
-// cheaper in a standalone ping-pong), sendmmsg for more.
-func (t *Transport) sendEntries(fd uintptr) (uintptr, syscall.Errno) {
-	if t.txEnd-t.txDone == 1 {
-		_, _, errno := unix.RawSyscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&t.tx.hdrs[t.txDone].Hdr)), unix.MSG_DONTWAIT)
-		if errno != 0 {
-			return 0, errno
-		}
-		return 1, 0
-	}
-	n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&t.tx.hdrs[t.txDone])),
-		uintptr(t.txEnd-t.txDone), unix.MSG_DONTWAIT, 0, 0)
-	return n, errno
 }
 
 // clearTx drops the batch's pointers into the caller's buffers.
