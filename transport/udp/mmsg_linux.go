@@ -35,6 +35,7 @@ type rxBatch struct {
 	names []unix.RawSockaddrInet6 // large enough for either family
 	ctrl  []byte
 	bufs  []byte
+	ones  int // datagrams recvOne received with recvfrom (for tests)
 }
 
 func newRxBatch() rxBatch {
@@ -104,6 +105,8 @@ type txBatch struct {
 	ctrl  []byte
 	iovs  []unix.Iovec // two per datagram (Head and Payload); never reallocated
 	first []int
+	one   []byte // a lone datagram gathered for sendto (sendOne)
+	ones  int    // datagrams sendOne sent with sendto (for tests)
 }
 
 func newTxBatch() txBatch {
@@ -115,6 +118,7 @@ func newTxBatch() txBatch {
 		// never moves the iovecs that earlier entries point into.
 		iovs:  make([]unix.Iovec, 0, 2*batchSize*maxGSOSegments),
 		first: make([]int, 0, batchSize+1),
+		one:   make([]byte, oneMax),
 	}
 	for i := range b.hdrs {
 		b.hdrs[i].Hdr.Name = (*byte)(unsafe.Pointer(&b.names[i]))

@@ -198,13 +198,16 @@ func (t *Transport) recvBatch(fd uintptr) {
 	for {
 		var n uintptr
 		var errno syscall.Errno
-		if t.rxVlen == 1 {
+		switch {
+		case t.rxVlen == 1 && !t.groOn:
+			n, errno = t.rx.recvOne(fd)
+		case t.rxVlen == 1:
 			n, _, errno = unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0].Hdr)), unix.MSG_DONTWAIT)
 			if errno == 0 {
 				t.rx.hdrs[0].Len = uint32(n)
 				n = 1
 			}
-		} else {
+		default:
 			n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0])),
 				uintptr(t.rxVlen), unix.MSG_DONTWAIT, 0, 0)
 		}
@@ -396,8 +399,14 @@ func (b *txBatch) addIov(p []byte) {
 func (t *Transport) sendBatch(fd uintptr) {
 	t.txFull = false
 	for t.txDone < t.txEnd {
-		n, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&t.tx.hdrs[t.txDone])),
-			uintptr(t.txEnd-t.txDone), unix.MSG_DONTWAIT, 0, 0)
+		var n uintptr
+		var errno syscall.Errno
+		if t.txEnd-t.txDone == 1 && t.tx.first[t.txDone+1]-t.tx.first[t.txDone] == 1 {
+			n, errno = t.tx.sendOne(fd, t.txDone)
+		} else {
+			n, _, errno = unix.RawSyscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&t.tx.hdrs[t.txDone])),
+				uintptr(t.txEnd-t.txDone), unix.MSG_DONTWAIT, 0, 0)
+		}
 		switch {
 		case errno == 0:
 			t.txDone += int(n)
