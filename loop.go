@@ -20,13 +20,16 @@ type loopState struct {
 	gone       []netip.AddrPort
 	now        proto.Time
 	onDatagram func(from netip.AddrPort, data []byte) // bound once: no allocation per batch
-	poller     transport.Poller                       // nil unless the transport has a cheap check
-	watcher    transport.PeerWatcher                  // nil unless the transport reports gone peers
-	idleCheck  func() bool                            // bound once, for poller
-	stopped    bool
-	yielded    proto.Time // when the loop last let other goroutines run (shareCPU)
-	thread     busyThread // busy polling only
-	spin       spinWindow
+	poller     transport.Poller                       // nil unless the transport has a check the loop uses (pollerOf)
+	// pollReadsClock: a poll that found work may have lasted long
+	// enough that the turn after it reads the clock again (pollerOf).
+	pollReadsClock bool
+	watcher        transport.PeerWatcher // nil unless the transport reports gone peers
+	idleCheck      func() bool           // bound once, for poller
+	stopped        bool
+	yielded        proto.Time // when the loop last let other goroutines run (shareCPU)
+	thread         busyThread // busy polling only
+	spin           spinWindow
 }
 
 func (l *loopState) init(handlers *handlerTable) {
@@ -48,15 +51,19 @@ func (ep *Endpoint) run() {
 	}
 	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
 	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
-	ep.loop.poller, _ = ep.tr.(transport.Poller)
+	ep.loop.poller, ep.loop.pollReadsClock = pollerOf(ep.tr, ep.opts.busyPoll)
 	ep.loop.watcher, _ = ep.tr.(transport.PeerWatcher)
-	ep.loop.idleCheck = func() bool { return ep.cmds.n.Load() > 0 }
+	ep.loop.idleCheck = func() bool {
+		// Commands to run, or (with GOMAXPROCS 1) a goroutine the loop
+		// woke that can run only once the loop yields.
+		return ep.cmds.n.Load() > 0 || (ep.loop.thread.shared && ep.loop.thread.woke)
+	}
 	idleSince := ep.now()
 	parked := time.Duration(-1) // the last park, until the turn after it
 	polled := false             // the last turn was idle and its poll found work
 	for {
 		now := ep.loop.now
-		if !polled {
+		if !polled || ep.loop.pollReadsClock {
 			now = ep.now()
 		}
 		polled = false
@@ -127,7 +134,28 @@ func (ep *Endpoint) shareCPU(now proto.Time) {
 // an idle loop: enough to keep a turn's fixed costs (a clock read, the
 // transport's and the engine's bookkeeping) off the spin, few enough that
 // timers and the spin window still see the clock every microsecond or so.
+// A SyscallPoller makes fewer (udp: 8, about 10 us).
 const pollChecks = 64
+
+// pollerOf is the transport's Poller as the loop uses it. A poll whose
+// checks are loads of shared memory (shm) lasts a microsecond or so, and
+// the turn after one that found work keeps the clock it read before: on
+// that path a clock read is a few percent of a round trip, and such a
+// transport is Reliable, whose sessions take no RTT samples. A poll whose
+// checks are system calls (udp, SyscallPoller) is for a busy-polling loop
+// only (a default-mode loop yields between turns instead, as other
+// goroutines may be waiting for the processor), and the turn after it
+// reads the clock again.
+func pollerOf(tr transport.Transport, busy bool) (p transport.Poller, readsClock bool) {
+	p, _ = tr.(transport.Poller)
+	if _, sys := tr.(transport.SyscallPoller); sys {
+		if !busy {
+			return nil, false
+		}
+		return p, true
+	}
+	return p, false
+}
 
 // idle spends one idle turn: a poll of the transport where it has a cheap
 // check, then a yield.

@@ -77,6 +77,18 @@ type Poller interface {
 	Poll(n int, idle func() bool) bool
 }
 
+// SyscallPoller marks a Poller whose checks are system calls, such as
+// udp's, where a check receives (and keeps for the next Receive) a
+// datagram: a check then costs about a microsecond rather than a few
+// loads. Only a busy-polling loop, which has a core to itself, polls such
+// a transport, and it reads the clock again after a poll that found work,
+// since the poll may have lasted several microseconds and a datagram's
+// arrival time feeds the session's RTT samples.
+type SyscallPoller interface {
+	Poller
+	PollsBySyscall()
+}
+
 // Targeter is implemented by transports that know what a peer passes to
 // erpc's Dial to reach them, with the scheme: "udp://127.0.0.1:31850",
 // "mem://name", "shm:///path/to/socket". An endpoint's Target comes from

@@ -35,7 +35,7 @@ type rxBatch struct {
 	names []unix.RawSockaddrInet6 // large enough for either family
 	ctrl  []byte
 	bufs  []byte
-	ones  int // datagrams recvOne received with recvfrom (for tests)
+	ones  int // datagrams received with recvfrom (for tests)
 }
 
 func newRxBatch() rxBatch {

@@ -51,12 +51,33 @@ func (b *txBatch) sendOne(fd uintptr, e int) (uintptr, syscall.Errno) {
 	return 1, 0
 }
 
-// recvOne receives one datagram into message 0 of the batch with recvfrom,
+// recvOne receives one datagram into message 0 of the batch: with
+// recvfrom while GRO is off, with recvmsg, which reports GRO's segment
+// size, once it is on. It returns 1 when a datagram came.
+func (t *Transport) recvOne(fd uintptr) (uintptr, syscall.Errno) {
+	if !t.groOn {
+		return t.rx.recvfrom(fd)
+	}
+	n, _, errno := unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0].Hdr)), unix.MSG_DONTWAIT)
+	if errno != 0 {
+		return 0, errno
+	}
+	t.rx.hdrs[0].Len = uint32(n)
+	return 1, 0
+}
+
+// recvLone is recvOne for Poll: whether a datagram came.
+func (t *Transport) recvLone(fd uintptr) bool {
+	n, _ := t.recvOne(fd)
+	return n == 1
+}
+
+// recvfrom receives one datagram into message 0 of the batch with recvfrom,
 // leaving the batch as recvmsg would (length, source, no control message);
 // it returns 1 when a datagram came. MSG_TRUNC makes the kernel report a
 // datagram's real size, so one larger than the buffer is seen as truncated
 // and dropped like recvmsg's.
-func (b *rxBatch) recvOne(fd uintptr) (uintptr, syscall.Errno) {
+func (b *rxBatch) recvfrom(fd uintptr) (uintptr, syscall.Errno) {
 	h := &b.hdrs[0].Hdr
 	namelen := uint32(unix.SizeofSockaddrInet6)
 	r, _, errno := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b.bufs[0])), recvBufSize,

@@ -74,6 +74,10 @@ type Transport struct {
 	readyFn   func(fd uintptr) bool
 	solo      solo // the one peer of a client-only transport (Options.ClientOnly)
 	groOn     bool // UDP_GRO is on: see noteBatch
+	stashed   bool // Poll received a datagram into rx's message 0
+	pollN     int
+	pollIdle  func() bool
+	pollFn    func(fd uintptr)
 }
 
 func (t *Transport) init(opts Options) error {
@@ -111,6 +115,7 @@ func (t *Transport) init(opts Options) error {
 	t.recvFn = t.recvBatch
 	t.sendFn = t.sendBatch
 	t.readyFn = t.ready
+	t.pollFn = t.pollOn
 	t.set, err = newPathSet(rc)
 	return err
 }
@@ -142,6 +147,9 @@ const receiveBudget = 256 << 10
 // sends) and passes each datagram to fn, cutting GRO trains back into
 // datagrams.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
+	if t.stashed {
+		return t.takeStash(fn), nil // at once, as a lone receive's datagram
+	}
 	total, bytes, err := t.receiveOn(t.rc, fn, 0, 0)
 	for _, pc := range t.paths {
 		if err != nil || bytes >= receiveBudget {
@@ -198,16 +206,9 @@ func (t *Transport) recvBatch(fd uintptr) {
 	for {
 		var n uintptr
 		var errno syscall.Errno
-		switch {
-		case t.rxVlen == 1 && !t.groOn:
-			n, errno = t.rx.recvOne(fd)
-		case t.rxVlen == 1:
-			n, _, errno = unix.RawSyscall(unix.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0].Hdr)), unix.MSG_DONTWAIT)
-			if errno == 0 {
-				t.rx.hdrs[0].Len = uint32(n)
-				n = 1
-			}
-		default:
+		if t.rxVlen == 1 {
+			n, errno = t.recvOne(fd)
+		} else {
 			n, _, errno = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.rx.hdrs[0])),
 				uintptr(t.rxVlen), unix.MSG_DONTWAIT, 0, 0)
 		}
