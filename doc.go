@@ -58,7 +58,10 @@
 // netpoller; the window adapts between 50 µs and 1 ms, growing when a sleep
 // was cut short by work and shrinking when the endpoint is idle (WithSpin
 // fixes it). WithBusyPoll spins on a goroutine locked to its OS thread,
-// for the lowest latency at the cost of a core.
+// for the lowest latency at the cost of a core; over UDP it then waits for
+// a datagram with receives back to back. Either way the loop does not
+// park for a deadline less than a millisecond away (a pacer's gap): Go's
+// netpoller sleeps whole milliseconds, so it spins until the deadline.
 //
 // # Errors
 //

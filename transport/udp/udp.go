@@ -1,7 +1,9 @@
 // Package udp is erpc-go's default transport: UDP datagrams through the
 // kernel. On Linux it reads and writes in batches with recvmmsg and sendmmsg
-// through the socket's RawConn (no allocation per datagram), and its Wait
-// parks in the Go netpoller; elsewhere, or built with the erpc_portable tag,
+// through the socket's RawConn (no allocation per datagram), a lone
+// datagram with recvfrom and sendto (the cheapest calls), a busy-polling
+// loop waits with back-to-back receives (Poll), and Wait parks in the Go
+// netpoller; elsewhere, or built with the erpc_portable tag,
 // it uses the portable net.UDPConn path with a reader goroutine.
 package udp
 

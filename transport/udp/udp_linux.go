@@ -56,9 +56,9 @@ type Transport struct {
 	tx     txBatch
 	gso    bool // UDP_SEGMENT works; cleared when the kernel refuses it
 	rxN    int
-	rxVlen int // datagrams the next recvmmsg asks for (1: a recvmsg)
+	rxVlen int // datagrams the next recvmmsg asks for (1: recvOne)
 	// rxBatched: the last receive found datagrams, so the next asks for a
-	// batch (recvmmsg); after an empty one it asks for one (recvmsg).
+	// batch (recvmmsg); after an empty one it asks for one (recvOne).
 	// With a datagram waiting, recvmmsg's hunt for a second costs a
 	// ping-pong 0.3-0.4 us a round trip over recvmsg (8.7-8.9 against
 	// 9.1-10.4 us on loopback); an empty socket costs both the same.
