@@ -224,8 +224,8 @@ func (c *Controller) exempt(under bool) bool {
 
 // stalled reports whether a sample taken at now may be inflated by a stall
 // of this host: it comes within an RTT of the end of a silence (no
-// acknowledgement at all) longer than stallRTTs raw RTTs, or pacing
-// intervals below one packet. The acknowledgements of a session with
+// acknowledgement at all) longer than stallRTTs RTTs (raw or smoothed,
+// whichever is longer), or pacing intervals below one packet. The acknowledgements of a session with
 // packets in flight come every RTT/window; a long silence followed by a
 // batch of them is the signature of a client that did not run (a GC
 // pause, a descheduled thread), and every sample of the batch carries the
@@ -235,8 +235,12 @@ func (c *Controller) exempt(under bool) bool {
 func (c *Controller) stalled(now, r int64) bool {
 	// The raw RTT, not the filtered one, is the longest a session with a
 	// packet out can go without news; below one packet, the pacing
-	// interval (RTT/cwnd).
-	gap := stallRTTs * c.rawRTT
+	// interval (RTT/cwnd). The pacer spaces packets by the smoothed RTT,
+	// which only unstalled samples move: where it is the longer (the raw
+	// RTT came down after a stall), the spacing it sets is no silence, or
+	// no sample would ever count again and the spacing would stay
+	// (TestNoStallTrap).
+	gap := stallRTTs * max(c.rawRTT, c.srtt)
 	if c.cwnd < 1 {
 		gap = int64(float64(gap) / c.cwnd)
 	}

@@ -701,3 +701,38 @@ func TestUnderShareGrowsBelowOnePacket(t *testing.T) {
 		t.Errorf("below one packet, an unmarked congested ack did not cut: %.3f (was %.3f)", unmarked.Window(), w)
 	}
 }
+
+// TestNoStallTrap: the pacer spaces a session's packets by its smoothed
+// RTT over the window, so the stall check must not take acknowledgements
+// that come at that spacing for the end of a host stall. erpc-bench's
+// incast caught a session in this state (a stall at its start had left
+// its smoothed RTT at 1.07 ms on a 25 us path): its raw RTT, which every
+// sample moves, had come down to 60 us, so every acknowledgement, paced
+// 1.2 ms after the last, looked like a silence of twenty raw RTTs; no
+// sample counted, the smoothed RTT and the window (0.906) never moved,
+// and the session sent a packet per 1.2 ms for a quarter of a second
+// after the others had finished.
+func TestNoStallTrap(t *testing.T) {
+	var c Controller
+	c.Init(Config{}, 1)
+	now := int64(1e9)
+	c.ObserveBase(now, 25*time.Microsecond, 0)
+	c.slowStart = false
+	c.setWindow(0.906)
+	c.srtt, c.rawRTT, c.lastAck = 1073*us1, 60*us1, now
+	p := c.path(0)
+	p.srtt, p.sampled, p.lastSample = 1073*us1, true, now
+	const rtt = 40 * us1
+	start := now
+	for range 200 {
+		now = max(now, c.NextSend(now))
+		c.OnSend(now, pktBytes, 0)
+		now += rtt
+		c.OnAck(now, time.Duration(rtt), 0, false)
+		if c.SRTT() < 200*time.Microsecond && c.Window() >= 1 {
+			return
+		}
+	}
+	t.Fatalf("%v of paced 40 us round trips: smoothed RTT still %v, window %.3f",
+		time.Duration(now-start), c.SRTT(), c.Window())
+}
