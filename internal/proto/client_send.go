@@ -153,6 +153,7 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 	}
 	sl.sent = true
 	cs.lastSent = now
+	e.lastTransmit = now
 	if sl.lastProgress == Never {
 		sl.lastProgress = now
 	}

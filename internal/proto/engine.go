@@ -44,6 +44,9 @@ type Engine struct {
 	// NextDeadline), not once per packet.
 	stale     []*session
 	nextSweep Time
+	// lastTransmit is when a client last sent a request's packet (or a
+	// probe for its response): see LastTransmit.
+	lastTransmit Time
 
 	out, outSpare []Packet
 	round         uint64 // Outgoing calls so far: packets queued now go out with the next
@@ -98,11 +101,12 @@ type remoteKey struct {
 func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	e := &Engine{
-		cfg:       cfg,
-		byRemote:  make(map[remoteKey]*session),
-		byPeer:    make(map[peerKey]*session),
-		byClient:  make(map[clientKey]*session),
-		nextSweep: Never,
+		cfg:          cfg,
+		byRemote:     make(map[remoteKey]*session),
+		byPeer:       make(map[peerKey]*session),
+		byClient:     make(map[clientKey]*session),
+		nextSweep:    Never,
+		lastTransmit: Never,
 	}
 	e.bufs.limit = cfg.PoolBytes
 	e.nextCallID = 1
@@ -175,6 +179,12 @@ func (e *Engine) NextDeadline() Time {
 	}
 	return d
 }
+
+// LastTransmit is when this engine's clients last sent a packet of a
+// request (first sending or again; Never before the first). An answer
+// is due about an RTT later: a loop that parks before it arrives learns of
+// it only when it wakes, and the RTT sample then carries the wake-up.
+func (e *Engine) LastTransmit() Time { return e.lastTransmit }
 
 // HasEvents reports whether NextEvent has an event to pop.
 func (e *Engine) HasEvents() bool { return e.evHead < len(e.events) }
