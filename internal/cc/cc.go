@@ -225,11 +225,11 @@ func (c *Controller) exempt(under bool) bool {
 // stalled reports whether a sample taken at now may be inflated by a stall
 // of this host: it comes within an RTT of the end of a silence (no
 // acknowledgement at all) longer than stallRTTs RTTs (raw or smoothed,
-// whichever is longer), or pacing intervals below one packet. The acknowledgements of a session with
-// packets in flight come every RTT/window; a long silence followed by a
-// batch of them is the signature of a client that did not run (a GC
-// pause, a descheduled thread), and every sample of the batch carries the
-// silence. Such samples still feed the base RTT, but neither the filter
+// whichever is longer), or pacing intervals below one packet. The
+// acknowledgements of a session with packets in flight come every
+// RTT/window; a long silence followed by a batch of them is the signature
+// of a client that did not run (a GC pause, a descheduled thread), and
+// every sample of the batch carries the silence. Such samples still feed the base RTT, but neither the filter
 // nor any decision. A session idle between calls has the same silences,
 // but nothing in flight to congest anything with.
 func (c *Controller) stalled(now, r int64) bool {
