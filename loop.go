@@ -105,12 +105,13 @@ func (ep *Endpoint) run() {
 			polled = ep.idle()
 			continue
 		}
-		if ep.deadlineWithin(now, parkResolution) || ep.answerDue(now) {
+		next := ep.eng.NextDeadline()
+		if ep.tooSoonToPark(now, next) {
 			ep.loop.deadlineSpins++
 			polled = ep.idle()
 			continue
 		}
-		ep.sleep(now)
+		ep.sleep(now, next)
 		idleSince = ep.now()
 		parked = idleSince.Sub(now)
 	}
@@ -127,11 +128,11 @@ func (ep *Endpoint) run() {
 // of, so the spin costs no more than the default spin window does.
 const parkResolution = time.Millisecond
 
-// deadlineWithin reports whether the engine's next deadline is less than d
-// after now.
-func (ep *Endpoint) deadlineWithin(now proto.Time, d time.Duration) bool {
-	next := ep.eng.NextDeadline()
-	return next != proto.Never && next.Sub(now) < d
+// tooSoonToPark reports whether a park now would overshoot: the engine's
+// next deadline (next) is less than parkResolution away, or an answer is
+// due (answerDue).
+func (ep *Endpoint) tooSoonToPark(now, next proto.Time) bool {
+	return (next != proto.Never && next.Sub(now) < parkResolution) || ep.answerDue(now)
 }
 
 // answerDue reports whether a request's packet left less than
@@ -247,11 +248,10 @@ func (ep *Endpoint) process(now proto.Time) (worked bool) {
 }
 
 // sleep parks the loop in the transport until a datagram, the engine's next
-// deadline, or a Wake from a goroutine that posted a command.
-func (ep *Endpoint) sleep(now proto.Time) {
-	next := ep.eng.NextDeadline()
-	if (next != proto.Never && next.Sub(now) < parkResolution) || ep.answerDue(now) {
-		ep.loop.shortParks++ // never, since the checks before (a test's count)
+// deadline (next), or a Wake from a goroutine that posted a command.
+func (ep *Endpoint) sleep(now, next proto.Time) {
+	if ep.tooSoonToPark(now, next) {
+		ep.loop.shortParks++ // never while run checks first (the count is a test's)
 	}
 	deadline := ep.wallTime(next)
 	ep.sleeping.Store(true)

@@ -229,9 +229,10 @@ func (c *Controller) exempt(under bool) bool {
 // acknowledgements of a session with packets in flight come every
 // RTT/window; a long silence followed by a batch of them is the signature
 // of a client that did not run (a GC pause, a descheduled thread), and
-// every sample of the batch carries the silence. Such samples still feed the base RTT, but neither the filter
-// nor any decision. A session idle between calls has the same silences,
-// but nothing in flight to congest anything with.
+// every sample of the batch carries the silence. Such samples still feed
+// the base RTT, but neither the filter nor any decision. A session idle
+// between calls has the same silences, but nothing in flight to congest
+// anything with.
 func (c *Controller) stalled(now, r int64) bool {
 	// The raw RTT, not the filtered one, is the longest a session with a
 	// packet out can go without news; below one packet, the pacing

@@ -66,12 +66,6 @@ func (t *Transport) recvOne(fd uintptr) (uintptr, syscall.Errno) {
 	return 1, 0
 }
 
-// recvLone is recvOne for Poll: whether a datagram came.
-func (t *Transport) recvLone(fd uintptr) bool {
-	n, _ := t.recvOne(fd)
-	return n == 1
-}
-
 // recvfrom receives one datagram into message 0 of the batch with recvfrom,
 // leaving the batch as recvmsg would (length, source, no control message);
 // it returns 1 when a datagram came. MSG_TRUNC makes the kernel report a

@@ -42,7 +42,7 @@ func (t *Transport) PollsBySyscall() {}
 func (t *Transport) pollOn(fd uintptr) {
 	for i := range t.pollN {
 		t.rx.reset(1)
-		if t.recvLone(fd) {
+		if n, _ := t.recvOne(fd); n == 1 {
 			t.stashed = true
 			return
 		}
