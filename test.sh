@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: formatting, go vet and go test -race over
-# every Go module in the repository, then the protocol property tests at full
+# every Go module in the repository, staticcheck over each (installed at a
+# pinned version if missing), then the protocol property tests at full
 # strength (1000 seeds each) without the race detector, which adds nothing to
 # the single-threaded engine and makes them ten times slower. Extra arguments
 # go to every go test (e.g. ./test.sh -run TestEcho).
@@ -12,10 +13,17 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+# staticcheck, pinned: a new release's new checks must not fail an old commit.
+staticcheck=$(command -v staticcheck || echo "$(go env GOPATH)/bin/staticcheck")
+if ! "$staticcheck" -version 2>/dev/null | grep -q '(0.8.2)'; then
+  echo "== installing staticcheck 0.8.2"
+  (cd / && go install honnef.co/go/tools/cmd/staticcheck@v0.8.2) && staticcheck="$(go env GOPATH)/bin/staticcheck"
+fi
+
 status=0
 for mod in $(find . -name go.mod -not -path '*/testdata/*' -printf '%h\n' | sort); do
-  echo "== $mod: vet, race"
-  (cd "$mod" && go vet ./... && ERPC_SIM_SEEDS=${ERPC_RACE_SIM_SEEDS:-100} go test -race -count=1 ./... "$@") || status=1
+  echo "== $mod: vet, staticcheck, race"
+  (cd "$mod" && go vet ./... && "$staticcheck" ./... && ERPC_SIM_SEEDS=${ERPC_RACE_SIM_SEEDS:-100} go test -race -count=1 ./... "$@") || status=1
 done
 echo "== udp: the portable fallback (what darwin and windows run), on this machine"
 go test -race -count=1 -tags erpc_portable ./transport/udp "$@" || status=1

@@ -17,15 +17,6 @@ type rawMsg struct{ b []byte }
 // sink32 is the 32-byte response of bandwidth runs.
 var sink32 = make([]byte, 32)
 
-// respond returns the server's response to req for a wanted size: echo,
-// or the fixed 32 bytes.
-func respond(req []byte, want int) []byte {
-	if want == 32 && len(req) != 32 {
-		return sink32
-	}
-	return req
-}
-
 // listenTCP opens a loopback listener.
 func listenTCP() (net.Listener, error) { return net.Listen("tcp4", "127.0.0.1:0") }
 

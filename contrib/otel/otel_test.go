@@ -255,7 +255,7 @@ func TestTracing(t *testing.T) {
 func attrOf(attrs []attribute.KeyValue, key string) string {
 	for _, kv := range attrs {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -1,5 +1,7 @@
 package raft
 
+//lint:file-ignore SA1019 raft's deprecated Leader and Candidate fields are still carried: raft servers of older protocol versions read them
+
 import (
 	"context"
 	"encoding/binary"
