@@ -637,6 +637,9 @@ func TestHostileRingCounters(t *testing.T) {
 	h.expect(t, "HANDSHAKE ok")
 	h.expect(t, "ECHO true")
 	h.expect(t, "DROPPED true")
+	if n := tr.Stats().Corrupt; n != 1 {
+		t.Fatalf("%d corrupt rings counted, want 1", n)
+	}
 	checkEcho(t, path)
 }
 

@@ -125,4 +125,5 @@ type Stats struct {
 	Peers      int    // connections currently open
 	Dropped    uint64 // datagrams dropped: no connection to the address, or a backlog past its bound
 	Backlogged uint64 // datagrams that found the ring full and waited for room
+	Corrupt    uint64 // connections dropped because the peer garbled its ring
 }

@@ -69,6 +69,7 @@ type Transport struct {
 	refs        atomic.Int32 // calls touching shared memory; Close waits them out
 	gone        atomic.Bool  // a connection died: GonePeers has work
 	dropped     atomic.Uint64
+	corrupt     atomic.Uint64 // connections dropped for a garbled ring
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
 	// Owned by the loop (backlog_linux.go).
@@ -228,7 +229,7 @@ func (t *Transport) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load()}
+	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load(), Corrupt: t.corrupt.Load()}
 }
 
 // acquire marks a call that touches shared memory; false if closed.
@@ -251,31 +252,46 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 	}
 	defer t.release()
 	t.flushAll()
-	n, bytes := 0, 0
+	n := 0
 	for _, c := range t.snap.Load().conns {
 		if !c.in.pending() {
 			continue
 		}
-		// At most receiveBudget bytes per connection and call: the loop
-		// returns the peer's credits only after Receive returns.
-		for d, ok := c.in.next(); ok; d, ok = c.in.next() {
+		// Every record counts, an empty one too: at most receiveRecords
+		// records and receiveBudget bytes of ring (headers, padding and
+		// pads included) per connection and call. The loop returns the
+		// peer's credits only after Receive returns, and a peer that
+		// floods its ring with empty records must not hold the loop for
+		// a whole ring.
+		start := c.in.pos
+		for range receiveRecords {
+			d, ok := c.in.next()
+			if !ok {
+				break
+			}
 			fn(c.peer, d)
 			n++
-			if bytes += len(d); bytes >= receiveBudget {
+			if c.in.pos-start >= receiveBudget {
 				break
 			}
 		}
-		bytes = 0
 		if err := c.in.end(); err != nil {
+			t.corrupt.Add(1)
 			c.sock.Close() // the watcher reports the peer gone
 		}
 	}
 	return n, nil
 }
 
-// receiveBudget bounds the bytes Receive takes from one connection's ring
-// in one call (a ring holds megabytes).
-const receiveBudget = 256 << 10
+const (
+	// receiveBudget bounds the bytes of ring Receive takes from one
+	// connection in one call (a ring holds megabytes).
+	receiveBudget = 256 << 10
+
+	// receiveRecords bounds the records Receive takes from one connection
+	// in one call, whatever their size: each costs the engine a parse.
+	receiveRecords = 256
+)
 
 // Send copies each datagram into the ring of its peer's connection and
 // rings the peer if it sleeps. A datagram that finds the ring full waits
