@@ -3,7 +3,6 @@
 package shm
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -47,6 +46,7 @@ type Transport struct {
 	maxPeers int
 	local    netip.AddrPort
 	ln       *net.UnixListener
+	sockPath string // the absolute path of ln, named in our hellos to prove local
 
 	// Our bell: a unix datagram socket bound to an abstract address. Each
 	// peer gets a socket of its own connected to it, and rings it when it
@@ -70,6 +70,8 @@ type Transport struct {
 	gone        atomic.Bool  // a connection died: GonePeers has work
 	dropped     atomic.Uint64
 	corrupt     atomic.Uint64 // connections dropped for a garbled ring
+	unverified  atomic.Uint64 // connectors known by an address we assigned
+	assigned    atomic.Uint64 // the last address assigned (identity_linux.go)
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
 	// Owned by the loop (backlog_linux.go).
@@ -144,6 +146,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 		return t, nil
 	}
 	if t.local, err = listenerAddr(path); err == nil {
+		t.sockPath, _ = filepath.Abs(path)
 		t.ln, err = listenUnix(path)
 	}
 	if err != nil {
@@ -173,13 +176,6 @@ func listenerAddr(path string) (netip.AddrPort, error) {
 	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, 0}
 	copy(a[6:], h[:])
 	return netip.AddrPortFrom(netip.AddrFrom16(a), 1), nil
-}
-
-// clientAddr is a random address for a client-only transport.
-func clientAddr() netip.AddrPort {
-	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, 1}
-	rand.Read(a[6:])
-	return netip.AddrPortFrom(netip.AddrFrom16(a), 1)
 }
 
 // listenUnix listens on a SOCK_SEQPACKET unix socket at path, replacing a
@@ -229,7 +225,8 @@ func (t *Transport) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load(), Corrupt: t.corrupt.Load()}
+	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load(),
+		Corrupt: t.corrupt.Load(), Unverified: t.unverified.Load()}
 }
 
 // acquire marks a call that touches shared memory; false if closed.
