@@ -5,6 +5,7 @@ package shm
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -26,8 +27,9 @@ import (
 //     6 to 9: it is taken if that is the connector's pid;
 //   - a listener address (fd65:7368:0::/48) comes with the absolute path of
 //     the connector's listening socket: it is taken if it is that path's
-//     address and the process listening there (SO_PEERCRED of a
-//     connection made to it, closed at once) is the connector.
+//     address, the socket file belongs to the connector's user, and the
+//     process listening there (SO_PEERCRED of a connection made to it,
+//     closed at once) is the connector.
 //
 // Any other claim, or one the kernel cannot check (pid 0: a process
 // outside our pid namespace; a listening socket we cannot reach), gets an
@@ -89,9 +91,18 @@ func peerCred(s *net.UnixConn) (*unix.Ucred, error) {
 }
 
 // listeningCred returns the credentials of the process listening on the
-// unix socket at path: it connects (without blocking: a full backlog is a
-// failure) and closes at once, sending nothing.
-func listeningCred(path string) (*unix.Ucred, error) {
+// unix socket at path, if the socket file belongs to uid: it connects
+// (without blocking: a full backlog is a failure) and closes at once,
+// sending nothing. The owner check keeps a connector from making us probe
+// sockets other than its own user's.
+func listeningCred(path string, uid uint32) (*unix.Ucred, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uid {
+		return nil, errNotOwnSocket
+	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -102,6 +113,8 @@ func listeningCred(path string) (*unix.Ucred, error) {
 	}
 	return unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
 }
+
+var errNotOwnSocket = errors.New("shm: not a socket of the connector's user")
 
 // validSockPath reports whether a path claimed in a hello can name a
 // listening socket: absolute, clean, short enough, no NUL.
@@ -123,7 +136,7 @@ func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock s
 			if a, err := listenerAddr(sock); err != nil || a != claim {
 				break
 			}
-			if lc, err := listeningCred(sock); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
+			if lc, err := listeningCred(sock, cred.Uid); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
 				return claim, true
 			}
 		}

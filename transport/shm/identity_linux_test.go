@@ -287,7 +287,8 @@ func TestCrossProcessIdentity(t *testing.T) {
 // TestConnectorAddrClaims: seeded random claims against seeded random
 // credentials. A claim is taken only if the kernel vouches for it (a
 // client address holding the connector's pid; a listener address with
-// the path of a socket that the connector's process listens on); every
+// the path of a socket of the connector's user that the connector's
+// process listens on); every
 // other connector gets an assigned address holding its pid, and no two
 // get the same.
 func TestConnectorAddrClaims(t *testing.T) {
@@ -301,9 +302,10 @@ func TestConnectorAddrClaims(t *testing.T) {
 	ours, other := int32(os.Getpid()), int32(os.Getppid())
 	r := rand.New(rand.NewPCG(27, 8))
 	seen := map[netip.AddrPort]bool{}
-	var verified, assigned int
+	var verified, assigned, listeners int
 	for i := range 2000 {
-		cred := &unix.Ucred{Pid: []int32{ours, other, 0, 1 + r.Int32N(1<<22)}[r.IntN(4)], Uid: uint32(os.Getuid())}
+		uid := uint32(os.Getuid())
+		cred := &unix.Ucred{Pid: []int32{ours, other, 0, 1 + r.Int32N(1<<22)}[r.IntN(4)], Uid: []uint32{uid, uid, uid + 1}[r.IntN(3)]}
 		var claim netip.AddrPort
 		sock := ""
 		switch r.IntN(6) {
@@ -326,7 +328,7 @@ func TestConnectorAddrClaims(t *testing.T) {
 		want := false
 		if kind, pid, ok := addrKind(claim); ok && cred.Pid > 0 {
 			want = kind == kindClient && pid == uint32(cred.Pid) ||
-				kind == kindListener && cred.Pid == ours && sock != "" && (sock == pathV && claim == v.LocalAddr() || sock == pathL && claim == l.LocalAddr())
+				kind == kindListener && cred.Pid == ours && cred.Uid == uid && (sock == pathV && claim == v.LocalAddr() || sock == pathL && claim == l.LocalAddr())
 		}
 		got, ok := l.connectorAddr(cred, claim, sock)
 		if ok != want {
@@ -334,6 +336,9 @@ func TestConnectorAddrClaims(t *testing.T) {
 		}
 		if ok {
 			verified++
+			if kind, _, _ := addrKind(claim); kind == kindListener {
+				listeners++
+			}
 			if got != claim {
 				t.Fatalf("%d: claim %v taken as %v", i, claim, got)
 			}
@@ -345,8 +350,8 @@ func TestConnectorAddrClaims(t *testing.T) {
 		}
 		seen[got] = true
 	}
-	if n := l.Stats().Unverified; n != uint64(assigned) || verified == 0 || assigned == 0 {
-		t.Fatalf("%d taken, %d assigned, %d counted", verified, assigned, n)
+	if n := l.Stats().Unverified; n != uint64(assigned) || listeners == 0 || verified == listeners || assigned == 0 {
+		t.Fatalf("%d taken (%d listeners'), %d assigned, %d counted", verified, listeners, assigned, n)
 	}
-	t.Logf("%d claims taken, %d assigned", verified, assigned)
+	t.Logf("%d claims taken (%d listeners'), %d assigned", verified, listeners, assigned)
 }

@@ -27,29 +27,31 @@
 // ring drops its connection (counted in Stats.Corrupt). See conn_linux.go
 // for the handshake.
 //
-// What a local peer can and cannot do. Through its own connection it can
-// send any datagrams (the engine drops and counts the malformed ones),
-// garble its ring (its connection is dropped), stop reading (what we send
-// it waits in the bounded backlog, then is dropped), delay its own
-// wake-ups, hold MaxPeers connections and handshakes, and make its
-// handshakes fail. It cannot: make us map memory that can shrink under
-// us, make a write of ours block, read or write another connection's
-// rings, hold the loop longer than one turn's budget (Receive takes at
-// most 256 records and 256 KiB of ring from a connection per call, every
-// record counted, an empty one too: at least its 16-byte header), or
-// take another process's address. Identity comes from the kernel, never
-// from a claim: a connector knows the listener by the path it dialed, and
-// a listener knows a connector by the address the connector claims only
-// if the kernel vouches for it (SO_PEERCRED on the unix socket: the pid in
-// a client's address must be the connector's; a listener's address must
-// come with the path of a socket that the connector's process listens on,
-// checked by connecting to it). Any other connector is known by an
-// address the listener assigns (counted in Stats.Unverified). So a
-// process can speak only as itself: its datagrams never arrive from
-// another process's address, and datagrams to another process's address
-// never reach it. Processes of one user are kept apart as well; what keeps
-// other users out is the socket file's permissions.
+// What a local peer can and cannot do. Through its own connections it
+// can send any datagrams (empty ones too: the engine drops and counts the
+// malformed ones), garble its ring (the connection is dropped), stop
+// reading (what we send it waits in the bounded backlog, then is
+// dropped), delay its own wake-ups, hold MaxPeers connections and
+// handshakes, and make its own handshakes fail. It cannot make us map
+// memory that can shrink under us, make a write of ours block, touch
+// another connection's rings, hold the loop for more than one turn's
+// budget per connection (Receive takes at most 256 records and 256 KiB of
+// ring from a connection per call, every record counted, an empty one as
+// its 16-byte header), or take another process's address.
 //
+// Identity comes from the kernel, never from a claim. A connector knows
+// the listener by the path it dialed. A listener knows a connector by the
+// address the connector claims only if the kernel vouches for it, through
+// SO_PEERCRED on the unix socket: the pid in a client's address must be
+// the connector's; a listener's address must come with the path of a
+// socket file of the connector's user that the connector's process listens
+// on (checked by connecting to it once, and closing). Any other connector
+// is known by an address the listener assigns (counted in
+// Stats.Unverified). So a process speaks only as itself: its datagrams
+// never arrive from another process's address, and datagrams to another
+// process's address never reach it, whatever user runs the two; the
+// socket file's permissions decide who may connect at all.
+
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
 // erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word of its
 // own in each connection's shared header page and sleeps on its bell; a
