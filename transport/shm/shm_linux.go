@@ -241,8 +241,10 @@ func (t *Transport) acquire() bool {
 
 func (t *Transport) release() { t.refs.Add(-1) }
 
-// Receive passes every datagram the peers have published to fn, straight
-// from the shared rings; a ring's space is handed back after fn returns.
+// Receive passes the datagrams the peers have published to fn, straight
+// from the shared rings, up to a turn's budget per connection (the rest
+// waits for the next call); a ring's space is handed back after fn
+// returns.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
 	if !t.acquire() {
 		return 0, transport.ErrClosed
