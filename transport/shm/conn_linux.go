@@ -27,24 +27,32 @@ import (
 // connection before it sleeps, and a peer rings it only if it finds the
 // word of their connection set.
 //
-// The handshake over the SOCK_SEQPACKET unix socket is three 64-byte
-// messages, each starting with the magic:
+// The handshake over the SOCK_SEQPACKET unix socket is three messages of
+// 64 bytes (the hello, more if it names a socket), each starting with the
+// magic:
 //
 //  1. The listener greets the connector as soon as it accepts: status 0
 //     (ok) or 2 (full: MaxPeers reached; it closes the socket at once and
 //     the connector's Resolve fails with ErrFull). The connector sends
 //     nothing before the greeting, so a refused socket holds no unread
 //     data and costs the listener no goroutine.
-//  2. The connector sends: ring size R, its address (16 bytes and a port),
-//     with SCM_RIGHTS [rings memfd, bell socket]. The memfd is sealed with
-//     F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL; the bell socket is a fresh unix
-//     datagram socket connected to the connector's bell.
+//  2. The connector sends: ring size R, the address it claims (16 bytes and
+//     a port) and, after the 64 bytes, the absolute path of its listening
+//     socket if it has one, with SCM_RIGHTS [rings memfd, bell socket]. The
+//     memfd is sealed with F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL; the bell
+//     socket is a fresh unix datagram socket connected to the connector's
+//     bell.
 //  3. The listener checks the memfd's seals (SHRINK and GROW: this also
 //     proves a memfd), its file system (tmpfs, not hugetlbfs) and its size,
 //     all before mapping it; then the header (magic and R, each read once)
-//     and that the bell is a unix datagram socket. It answers: status (0
-//     ok, 1 already connected to that peer), its address, with [its own
+//     and that the bell is a unix datagram socket. It takes the claimed
+//     address only if the kernel vouches for it, else it assigns one
+//     (identity_linux.go). It answers: status (0 ok, 1 already connected
+//     to that peer), the address it knows the connector by, with [its own
 //     fresh bell socket], which the connector checks the same way.
+//
+// The addresses in the greeting and the reply are information only: the
+// connector knows the listener by the path it dialed.
 //
 // Both close the memfd once mapped, and keep the bell socket the peer
 // passed to ring it (send, MSG_DONTWAIT): the memory lives as long as a
@@ -261,83 +269,6 @@ func mapShared(fd, size int) ([]byte, error) {
 	return mem, nil
 }
 
-func putAddr(b []byte, a netip.AddrPort) {
-	a16 := a.Addr().As16()
-	copy(b, a16[:])
-	binary.LittleEndian.PutUint16(b[16:], a.Port())
-}
-
-func getAddr(b []byte) netip.AddrPort {
-	return netip.AddrPortFrom(netip.AddrFrom16([16]byte(b[:16])), binary.LittleEndian.Uint16(b[16:]))
-}
-
-var errHandshake = errors.New("shm: bad handshake from peer")
-
-// readMsg reads one handshake message and the descriptors passed with it,
-// at most maxFDs (all closed on error; the kernel closes any beyond).
-func readMsg(s *net.UnixConn, maxFDs int) ([]byte, []int, error) {
-	b := make([]byte, helloSize)
-	oob := make([]byte, unix.CmsgSpace(4*max(maxFDs, 1)))
-	n, oobn, _, _, err := s.ReadMsgUnix(b, oob)
-	if err != nil {
-		return nil, nil, fmt.Errorf("shm: handshake: %w", err)
-	}
-	var fds []int
-	if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for _, m := range cmsgs {
-			if f, err := unix.ParseUnixRights(&m); err == nil {
-				fds = append(fds, f...)
-			}
-		}
-	}
-	if n != helloSize || len(fds) > maxFDs || binary.LittleEndian.Uint64(b) != memMagic {
-		closeAll(fds)
-		return nil, nil, errHandshake
-	}
-	return b, fds, nil
-}
-
-// parseHello checks a connector's hello (magic, ring size, address) and
-// returns its ring size and address.
-func parseHello(b []byte) (ring int, peer netip.AddrPort, err error) {
-	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
-		return 0, peer, errHandshake
-	}
-	r := binary.LittleEndian.Uint64(b[8:])
-	if r < minRingSize || r > maxRingSize || r&(r-1) != 0 {
-		return 0, peer, errHandshake
-	}
-	return int(r), getAddr(b[16:]), nil
-}
-
-// parseReply checks a listener's greeting or reply (magic, status,
-// address) and returns its status and address.
-func parseReply(b []byte) (status uint64, peer netip.AddrPort, err error) {
-	if len(b) != helloSize || binary.LittleEndian.Uint64(b) != memMagic {
-		return 0, peer, errHandshake
-	}
-	status = binary.LittleEndian.Uint64(b[8:])
-	if status != statusOK && status != statusDuplicate && status != statusFull {
-		return 0, peer, errHandshake
-	}
-	return status, getAddr(b[16:]), nil
-}
-
-// listenerMsg is a greeting or reply: magic, status, our address.
-func (t *Transport) listenerMsg(status uint64) []byte {
-	b := make([]byte, helloSize)
-	binary.LittleEndian.PutUint64(b, memMagic)
-	binary.LittleEndian.PutUint64(b[8:], status)
-	putAddr(b[16:], t.local)
-	return b
-}
-
-func closeAll(fds []int) {
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
-}
-
 // dial connects to the endpoint listening at path: it waits for the
 // greeting, creates the rings, passes them and a bell socket, and checks
 // the bell socket it gets back.
@@ -392,10 +323,13 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		unix.Close(fd)
 		return zero, err
 	}
-	hello := make([]byte, helloSize)
+	hello := make([]byte, helloSize, helloSize+len(t.sockPath))
 	binary.LittleEndian.PutUint64(hello, memMagic)
 	binary.LittleEndian.PutUint64(hello[8:], uint64(t.ringSize))
 	putAddr(hello[16:], t.local)
+	if len(t.sockPath) <= maxSockPath {
+		hello = append(hello, t.sockPath...) // "" for a client
+	}
 	_, _, err = s.WriteMsgUnix(hello, unix.UnixRights(fd, bell), nil)
 	unix.Close(fd) // the peer holds its own references now; the mapping ours
 	unix.Close(bell)
@@ -406,8 +340,10 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	if err != nil {
 		return zero, err
 	}
-	status, peer, err := parseReply(reply)
-	if err != nil || status == statusFull || (status == statusOK) != (len(fds) == 1) {
+	// The listener is the endpoint at path, whatever it says it is.
+	status, _, err := parseReply(reply)
+	peer, aerr := listenerAddr(path)
+	if err != nil || aerr != nil || status == statusFull || (status == statusOK) != (len(fds) == 1) {
 		closeAll(fds)
 		return zero, errHandshake
 	}
@@ -452,7 +388,7 @@ func (t *Transport) remember(path string, peer netip.AddrPort) {
 // closes it. The send cannot block the accept loop: MSG_DONTWAIT, into a
 // socket nobody has written to yet.
 func (t *Transport) refuse(s *net.UnixConn) {
-	b := t.listenerMsg(statusFull)
+	b := listenerMsg(statusFull, t.local)
 	if rc, err := s.SyscallConn(); err == nil {
 		rc.Write(func(fd uintptr) bool {
 			unix.Sendmsg(int(fd), b, nil, nil, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -466,7 +402,7 @@ func (t *Transport) refuse(s *net.UnixConn) {
 // returns nil once the connection is registered (then the watcher owns s).
 func (t *Transport) accept(s *net.UnixConn) error {
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
-	if _, _, err := s.WriteMsgUnix(t.listenerMsg(statusOK), nil, nil); err != nil {
+	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, t.local), nil, nil); err != nil {
 		return fmt.Errorf("shm: handshake: %w", err)
 	}
 	hello, fds, err := readMsg(s, 2)
@@ -477,9 +413,13 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	if len(fds) != 2 {
 		return errHandshake
 	}
-	ring, peer, err := parseHello(hello)
+	ring, claim, sock, err := parseHello(hello)
 	if err != nil {
 		return err
+	}
+	cred, err := peerCred(s)
+	if err != nil {
+		return fmt.Errorf("shm: peer credentials: %w", err)
 	}
 	mem, err := mapShared(fds[0], pageSize+2*ring)
 	if err != nil {
@@ -501,19 +441,20 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	defer unix.Close(bell)
+	peer, _ := t.connectorAddr(cred, claim, sock) // after every check that can refuse: only a handshake that passes them costs a probe
 	c := newConn(peer, s, mem, ring, fds[1], false)
 	fds = fds[:1] // c owns the peer's bell
 	if err := t.register(c, true); err != nil {
 		c.unmap()
 		if errors.Is(err, errDuplicate) {
-			s.WriteMsgUnix(t.listenerMsg(statusDuplicate), nil, nil)
+			s.WriteMsgUnix(listenerMsg(statusDuplicate, peer), nil, nil)
 		}
 		return err
 	}
 	// From here the watcher owns s: a failed reply closes it and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
-	if _, _, err := s.WriteMsgUnix(t.listenerMsg(statusOK), unix.UnixRights(bell), nil); err != nil {
+	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, peer), unix.UnixRights(bell), nil); err != nil {
 		s.Close()
 	}
 	return nil

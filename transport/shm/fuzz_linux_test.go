@@ -7,23 +7,30 @@ import (
 )
 
 // FuzzParseHello: a connector's hello comes from any process that can
-// reach the socket; it is accepted only with the magic and a power-of-two
-// ring size within bounds, and never panics.
+// reach the socket; it is accepted only with the magic, a power-of-two
+// ring size within bounds and at most a socket path after the 64 bytes,
+// and never panics. What it claims is returned as is: connectorAddr
+// decides what to believe (FuzzConnectorAddr).
 func FuzzParseHello(f *testing.F) {
 	good := make([]byte, helloSize)
 	binary.LittleEndian.PutUint64(good, memMagic)
 	binary.LittleEndian.PutUint64(good[8:], minRingSize)
 	putAddr(good[16:], netip.MustParseAddrPort("[::1]:7"))
 	f.Add(good)
+	f.Add(append(append([]byte(nil), good...), "/tmp/x.sock"...))
+	f.Add(append(append([]byte(nil), good...), make([]byte, maxSockPath+1)...))
 	f.Add(good[:17])
 	f.Add(make([]byte, helloSize))
 	old := append([]byte(nil), good...)
 	binary.LittleEndian.PutUint64(old, 0x326d687363707265) // "erpcshm2": the previous version
 	f.Add(old)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ring, peer, err := parseHello(b)
+		ring, claim, sock, err := parseHello(b)
 		if err != nil {
 			return
+		}
+		if len(b) < helloSize || len(b) > helloSize+maxSockPath {
+			t.Fatalf("accepted a %d-byte hello", len(b))
 		}
 		if binary.LittleEndian.Uint64(b) != memMagic {
 			t.Fatalf("accepted magic %#x", binary.LittleEndian.Uint64(b))
@@ -31,11 +38,11 @@ func FuzzParseHello(f *testing.F) {
 		if ring < minRingSize || ring > maxRingSize || ring&(ring-1) != 0 {
 			t.Fatalf("accepted ring size %d", ring)
 		}
-		var again [helloSize]byte
-		copy(again[:], b)
-		putAddr(again[16:], peer)
-		if string(again[:]) != string(b) {
-			t.Fatalf("address %v does not round-trip", peer)
+		again := make([]byte, helloSize, len(b))
+		copy(again, b)
+		putAddr(again[16:], claim)
+		if string(append(again, sock...)) != string(b) {
+			t.Fatalf("claim %v %q does not round-trip", claim, sock)
 		}
 	})
 }

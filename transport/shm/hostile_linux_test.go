@@ -63,6 +63,8 @@ type rawOpts struct {
 	seals  int              // seals on the memfd; -1: a memfd that cannot be sealed
 	bell   int              // descriptor passed as our bell; -1: a proper socket
 	before func(p *rawPeer) // runs once the memory is mapped, before the hello
+	claim  netip.AddrPort   // the address we claim; zero: a client address of ours
+	path   string           // a listening socket we claim, appended to the hello
 }
 
 var errRefused = errors.New("refused")
@@ -142,7 +144,10 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	p := &rawPeer{sock: s, ring: ring, addr: clientAddr(), memfd: -1, bellRecv: -1, bellSend: -1, peerBell: -1}
+	p := &rawPeer{sock: s, ring: ring, addr: o.claim, memfd: -1, bellRecv: -1, bellSend: -1, peerBell: -1}
+	if !p.addr.IsValid() {
+		p.addr = clientAddr()
+	}
 	st, fds, err := rawRead(s)
 	closeAll(fds)
 	if err != nil {
@@ -188,6 +193,7 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 	binary.LittleEndian.PutUint64(hello, memMagic)
 	binary.LittleEndian.PutUint64(hello[8:], uint64(ring))
 	putAddr(hello[16:], p.addr)
+	hello = append(hello, o.path...)
 	if err := unix.Sendmsg(s, hello, unix.UnixRights(p.memfd, bell), nil, 0); err != nil {
 		return nil, "", err
 	}
@@ -452,8 +458,15 @@ type hostile struct {
 
 func startHostile(t *testing.T, path, mode string) *hostile {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHostilePeerHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), hostileEnv+"="+path, hostileModeEnv+"="+mode)
+	return startHelperProcess(t, "TestHostilePeerHelper", hostileEnv+"="+path, hostileModeEnv+"="+mode)
+}
+
+// startHelperProcess runs the test binary as another process, running the
+// test named run only, with env added to its environment.
+func startHelperProcess(t *testing.T, run string, env ...string) *hostile {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+run+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -637,6 +650,9 @@ func TestHostileRingCounters(t *testing.T) {
 	h.expect(t, "HANDSHAKE ok")
 	h.expect(t, "ECHO true")
 	h.expect(t, "DROPPED true")
+	if n := tr.Stats().Corrupt; n != 1 {
+		t.Fatalf("%d corrupt rings counted, want 1", n)
+	}
 	checkEcho(t, path)
 }
 

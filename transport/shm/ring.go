@@ -36,7 +36,8 @@ import (
 // may have set to anything); every value read from shared memory is
 // checked before use. A record never wraps: if it does not fit before the
 // end of the area, the producer fills the rest with a pad record and
-// starts the record at offset 0.
+// starts the record at offset 0 (so a pad is never at offset 0, and a
+// call of next passes at most one pad).
 
 const (
 	recHeader = 16
@@ -157,6 +158,14 @@ func (c *consumer) next() ([]byte, bool) {
 		n := uint64(binary.LittleEndian.Uint32(c.data[off+8:]))
 		switch binary.LittleEndian.Uint32(c.data[off+12:]) {
 		case recPad:
+			if off == 0 {
+				// A producer pads only a record that does not fit
+				// before the end of the area; a pad at 0 is a lap of
+				// nothing, and pads chained lap after lap (a peer
+				// restamping offset 0) would hold this call with no
+				// record for a budget to count.
+				break
+			}
 			c.pos += c.size - off
 			continue
 		case recData:

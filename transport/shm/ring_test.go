@@ -215,3 +215,20 @@ func TestRingConcurrent(t *testing.T) {
 		t.Fatal("records beyond the last")
 	}
 }
+
+// TestRingPadAtStartCorrupt: a producer pads only a record that does not
+// fit before the end of the area, so a pad at offset 0 (a whole lap of
+// nothing) is garbage. Taken as a pad, it let a peer that restamps offset
+// 0 keep one call of next going lap after lap without a record, which no
+// per-record budget sees.
+func TestRingPadAtStartCorrupt(t *testing.T) {
+	p, c := testRing(256)
+	p.put([]byte("x"), nil)
+	binary.LittleEndian.PutUint32(p.data[12:], recPad) // the record at 0 becomes a pad
+	if d, ok := c.next(); ok {
+		t.Fatalf("read %q after a pad at offset 0", d)
+	}
+	if err := c.end(); err != errCorrupt {
+		t.Fatalf("a pad at offset 0: %v, want errCorrupt (consumer at %d)", err, c.pos)
+	}
+}

@@ -24,8 +24,34 @@
 // offset in shared memory at most once, into a local that it validates
 // (the ring size is taken from the handshake, the record length is read
 // once per record, each side keeps its own ring position); and a garbled
-// ring drops its connection. See conn_linux.go for the handshake.
+// ring drops its connection (counted in Stats.Corrupt). See conn_linux.go
+// for the handshake.
 //
+// What a local peer can and cannot do. Through its own connections it
+// can send any datagrams (empty ones too: the engine drops and counts the
+// malformed ones), garble its ring (the connection is dropped), stop
+// reading (what we send it waits in the bounded backlog, then is
+// dropped), delay its own wake-ups, hold MaxPeers connections and
+// handshakes, and make its own handshakes fail. It cannot make us map
+// memory that can shrink under us, make a write of ours block, touch
+// another connection's rings, hold the loop for more than one turn's
+// budget per connection (Receive takes at most 256 records and 256 KiB of
+// ring from a connection per call, every record counted, an empty one as
+// its 16-byte header), or take another process's address.
+//
+// Identity comes from the kernel, never from a claim. A connector knows
+// the listener by the path it dialed. A listener knows a connector by the
+// address the connector claims only if the kernel vouches for it, through
+// SO_PEERCRED on the unix socket: the pid in a client's address must be
+// the connector's; a listener's address must come with the path of a
+// socket file of the connector's user that the connector's process listens
+// on (checked by connecting to it once, and closing). Any other connector
+// is known by an address the listener assigns (counted in
+// Stats.Unverified). So a process speaks only as itself: its datagrams
+// never arrive from another process's address, and datagrams to another
+// process's address never reach it, whatever user runs the two; the
+// socket file's permissions decide who may connect at all.
+
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
 // erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word of its
 // own in each connection's shared header page and sleeps on its bell; a
@@ -68,10 +94,13 @@
 // address, never routed). A listening transport's address is derived from
 // the absolute path of its socket (fd65:7368:0:: plus 80 bits of its
 // SHA-256), so a server restarted on the same path keeps its address and
-// sessions to it reconnect; a client-only transport gets a random address in
-// fd65:7368:1::/48. The port is always 1. Peers learn each other's address
-// in the handshake; Resolve("/path/to/socket") connects (or reuses the
-// connection) and returns the server's address.
+// sessions to it reconnect; a client-only transport's address is
+// fd65:7368:1:: with its process's pid (32 bits) and 48 random bits. An
+// address a listener assigns is fd65:7368:2:: with the connector's pid
+// (as the listener's pid namespace sees it) and a counter of the
+// listener's: unique for its life. The port is always 1.
+// Resolve("/path/to/socket") connects (or reuses the connection) and
+// returns the address of a listener on that path.
 package shm
 
 import (
@@ -125,4 +154,6 @@ type Stats struct {
 	Peers      int    // connections currently open
 	Dropped    uint64 // datagrams dropped: no connection to the address, or a backlog past its bound
 	Backlogged uint64 // datagrams that found the ring full and waited for room
+	Corrupt    uint64 // connections dropped because the peer garbled its ring
+	Unverified uint64 // connectors whose claimed address the kernel did not vouch for (known by one the listener assigned)
 }

@@ -3,7 +3,6 @@
 package shm
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -47,6 +46,7 @@ type Transport struct {
 	maxPeers int
 	local    netip.AddrPort
 	ln       *net.UnixListener
+	sockPath string // the absolute path of ln, named in our hellos to prove local
 
 	// Our bell: a unix datagram socket bound to an abstract address. Each
 	// peer gets a socket of its own connected to it, and rings it when it
@@ -69,6 +69,9 @@ type Transport struct {
 	refs        atomic.Int32 // calls touching shared memory; Close waits them out
 	gone        atomic.Bool  // a connection died: GonePeers has work
 	dropped     atomic.Uint64
+	corrupt     atomic.Uint64 // connections dropped for a garbled ring
+	unverified  atomic.Uint64 // connectors known by an address we assigned
+	assigned    atomic.Uint64 // the last address assigned (identity_linux.go)
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
 	// Owned by the loop (backlog_linux.go).
@@ -143,6 +146,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 		return t, nil
 	}
 	if t.local, err = listenerAddr(path); err == nil {
+		t.sockPath, _ = filepath.Abs(path)
 		t.ln, err = listenUnix(path)
 	}
 	if err != nil {
@@ -172,13 +176,6 @@ func listenerAddr(path string) (netip.AddrPort, error) {
 	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, 0}
 	copy(a[6:], h[:])
 	return netip.AddrPortFrom(netip.AddrFrom16(a), 1), nil
-}
-
-// clientAddr is a random address for a client-only transport.
-func clientAddr() netip.AddrPort {
-	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, 1}
-	rand.Read(a[6:])
-	return netip.AddrPortFrom(netip.AddrFrom16(a), 1)
 }
 
 // listenUnix listens on a SOCK_SEQPACKET unix socket at path, replacing a
@@ -228,7 +225,8 @@ func (t *Transport) Stats() Stats {
 			n++
 		}
 	}
-	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load()}
+	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load(),
+		Corrupt: t.corrupt.Load(), Unverified: t.unverified.Load()}
 }
 
 // acquire marks a call that touches shared memory; false if closed.
@@ -243,39 +241,56 @@ func (t *Transport) acquire() bool {
 
 func (t *Transport) release() { t.refs.Add(-1) }
 
-// Receive passes every datagram the peers have published to fn, straight
-// from the shared rings; a ring's space is handed back after fn returns.
+// Receive passes the datagrams the peers have published to fn, straight
+// from the shared rings, up to a turn's budget per connection (the rest
+// waits for the next call); a ring's space is handed back after fn
+// returns.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
 	if !t.acquire() {
 		return 0, transport.ErrClosed
 	}
 	defer t.release()
 	t.flushAll()
-	n, bytes := 0, 0
+	n := 0
 	for _, c := range t.snap.Load().conns {
 		if !c.in.pending() {
 			continue
 		}
-		// At most receiveBudget bytes per connection and call: the loop
-		// returns the peer's credits only after Receive returns.
-		for d, ok := c.in.next(); ok; d, ok = c.in.next() {
+		// Every record counts, an empty one too: at most receiveRecords
+		// records and receiveBudget bytes of ring (headers, padding and
+		// pads included) per connection and call. The loop returns the
+		// peer's credits only after Receive returns, and a peer that
+		// floods its ring with empty records must not hold the loop for
+		// a whole ring.
+		start := c.in.pos
+		for range receiveRecords {
+			d, ok := c.in.next()
+			if !ok {
+				break
+			}
 			fn(c.peer, d)
 			n++
-			if bytes += len(d); bytes >= receiveBudget {
+			if c.in.pos-start >= receiveBudget {
 				break
 			}
 		}
-		bytes = 0
 		if err := c.in.end(); err != nil {
+			t.corrupt.Add(1)
 			c.sock.Close() // the watcher reports the peer gone
 		}
 	}
 	return n, nil
 }
 
-// receiveBudget bounds the bytes Receive takes from one connection's ring
-// in one call (a ring holds megabytes).
-const receiveBudget = 256 << 10
+const (
+	// receiveBudget bounds the bytes of ring Receive takes from one
+	// connection in one call (a ring holds megabytes).
+	receiveBudget = 256 << 10
+
+	// receiveRecords bounds the records Receive takes from one connection
+	// in one call, whatever their size: each costs the engine a parse.
+	receiveRecords = 256
+)
 
 // Send copies each datagram into the ring of its peer's connection and
 // rings the peer if it sleeps. A datagram that finds the ring full waits

@@ -1,0 +1,146 @@
+//go:build linux
+
+package shm
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A peer's address, as the engine sees it, comes from the kernel, never
+// from what the peer says. The connector names the listener by the path
+// it dialed (listenerAddr of that path: whoever listens there is that
+// endpoint). The listener reads the connector's credentials from its
+// socket (SO_PEERCRED: the pid at connect time, which the connector
+// cannot choose) and takes the address claimed in the hello only when the
+// kernel vouches for it:
+//
+//   - a client address (fd65:7368:1::/48) holds its process's pid in bytes
+//     6 to 9: it is taken if that is the connector's pid;
+//   - a listener address (fd65:7368:0::/48) comes with the absolute path of
+//     the connector's listening socket: it is taken if it is that path's
+//     address, the socket file belongs to the connector's user, and the
+//     process listening there (SO_PEERCRED of a connection made to it,
+//     closed at once) is the connector.
+//
+// Any other claim, or one the kernel cannot check (pid 0: a process
+// outside our pid namespace; a listening socket we cannot reach), gets an
+// address the listener assigns: fd65:7368:2::/48, the connector's pid and
+// a counter of the listener's, never given twice. So no process can be
+// taken for another: their pids differ, and an assigned address is unique.
+
+// Address prefixes: bytes 4 and 5 of fd65:7368:X::.
+const (
+	kindListener = 0
+	kindClient   = 1
+	kindAssigned = 2
+)
+
+// maxSockPath is the longest path a unix socket address holds.
+const maxSockPath = 107
+
+func shmAddr(kind byte, pid uint32, rest uint64) netip.AddrPort {
+	a := [16]byte{0xfd, 0x65, 0x73, 0x68, 0, kind}
+	binary.BigEndian.PutUint32(a[6:], pid)
+	binary.BigEndian.PutUint16(a[10:], uint16(rest>>32))
+	binary.BigEndian.PutUint32(a[12:], uint32(rest))
+	return netip.AddrPortFrom(netip.AddrFrom16(a), 1)
+}
+
+// addrKind returns the kind of a transport address and the pid it holds
+// (ok false if it is none of ours).
+func addrKind(a netip.AddrPort) (kind byte, pid uint32, ok bool) {
+	b := a.Addr().As16()
+	if !a.Addr().Is6() || a.Addr().Is4In6() || a.Port() != 1 || b[0] != 0xfd || b[1] != 0x65 || b[2] != 0x73 || b[3] != 0x68 || b[4] != 0 {
+		return 0, 0, false
+	}
+	return b[5], binary.BigEndian.Uint32(b[6:]), true
+}
+
+// clientAddr is a fresh address for a client-only transport: our pid and
+// 48 random bits.
+func clientAddr() netip.AddrPort {
+	var r [8]byte
+	rand.Read(r[:])
+	return shmAddr(kindClient, uint32(os.Getpid()), binary.LittleEndian.Uint64(r[:])&(1<<48-1))
+}
+
+// peerCred returns the credentials of the process at the other end of s,
+// as the kernel recorded them when it connected.
+func peerCred(s *net.UnixConn) (*unix.Ucred, error) {
+	rc, err := s.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	cerr := rc.Control(func(fd uintptr) {
+		cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	return cred, err
+}
+
+// listeningCred returns the credentials of the process listening on the
+// unix socket at path, if the socket file belongs to uid: it connects
+// (without blocking: a full backlog is a failure) and closes at once,
+// sending nothing. The owner check keeps a connector from making us probe
+// sockets other than its own user's.
+func listeningCred(path string, uid uint32) (*unix.Ucred, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uid {
+		return nil, errNotOwnSocket
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		return nil, err
+	}
+	return unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+}
+
+var errNotOwnSocket = errors.New("shm: not a socket of the connector's user")
+
+// validSockPath reports whether a path claimed in a hello can name a
+// listening socket: absolute, clean, short enough, no NUL.
+func validSockPath(p string) bool {
+	return len(p) <= maxSockPath && filepath.IsAbs(p) && filepath.Clean(p) == p && !strings.ContainsRune(p, 0)
+}
+
+// connectorAddr returns the address by which the listener knows a
+// connector whose socket carries cred and whose hello claims claim (and,
+// for a listener address, the listening socket sock); verified says that
+// the claim was taken.
+func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock string) (addr netip.AddrPort, verified bool) {
+	if cred.Pid > 0 {
+		switch kind, pid, ok := addrKind(claim); {
+		case !ok:
+		case kind == kindClient && pid == uint32(cred.Pid):
+			return claim, true
+		case kind == kindListener && sock != "" && validSockPath(sock):
+			if a, err := listenerAddr(sock); err != nil || a != claim {
+				break
+			}
+			if lc, err := listeningCred(sock, cred.Uid); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
+				return claim, true
+			}
+		}
+	}
+	t.unverified.Add(1)
+	return shmAddr(kindAssigned, uint32(max(cred.Pid, 0)), t.assigned.Add(1)), false
+}
