@@ -23,6 +23,7 @@ type Transport struct {
 	paths      []struct{ port int } // never any: several paths need the Linux transport
 	conn       *net.UDPConn
 	local      netip.AddrPort
+	bound      netip.Addr // the address the socket is bound to (Reaches)
 
 	mu      sync.Mutex
 	space   sync.Cond  // Receive took the arena
