@@ -44,8 +44,9 @@ commands:
         the serving status of the server as a whole, or of one service
         (-all: of every service it has a status for)
 
-A target is what erpc.Dial takes: host:port or udp://host:port (UDP),
-shm:///path/to/socket (shared memory, same host).
+A target is what erpc.Dial takes: host:port or udp://host:port (UDP; the
+host is a name, an IPv4 address or an [IPv6] one, and each of a name's
+addresses is tried), shm:///path/to/socket (shared memory, same host).
 
 The server needs the reflection service (reflection.Register) for list,
 describe and call, and the health service (health.Register) for health.
