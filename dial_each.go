@@ -30,6 +30,7 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 	defer close(stop)
 	delay := time.NewTimer(attemptDelay)
 	defer delay.Stop()
+	ep.stayUnconnected(addrs)
 	next, running, launch := 0, 0, true
 	for {
 		for (launch || running == 0) && next < len(atts) {
@@ -66,11 +67,39 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 	}
 }
 
+// stayUnconnected keeps a client-only UDP socket from connecting to the
+// first address when the dial may go on to one of the other family: a
+// dual-stack socket connected to an IPv4 peer and disconnected again may
+// hear no IPv6 peer (udp.Transport.StayUnconnected). The loop runs the
+// request before the attempts' first send.
+func (ep *Endpoint) stayUnconnected(addrs []netip.AddrPort) {
+	u, ok := ep.tr.(interface{ StayUnconnected() })
+	if !ok {
+		return
+	}
+	var v4, v6 bool
+	for _, a := range addrs {
+		if ep.reaches(a.Addr()) {
+			v4, v6 = v4 || a.Addr().Is4(), v6 || !a.Addr().Is4()
+		}
+	}
+	if v4 && v6 {
+		ep.post(command{kind: cmdFunc, fn: u.StayUnconnected})
+	}
+}
+
+// reaches says whether the endpoint's transport can send to a, when the
+// transport says (udp.Transport.Reaches).
+func (ep *Endpoint) reaches(a netip.Addr) bool {
+	r, ok := ep.tr.(interface{ Reaches(netip.Addr) bool })
+	return !ok || r.Reaches(a)
+}
+
 // startAttempt opens a session to a.addr; false if it failed at once,
 // because the endpoint's socket cannot send to that address's family.
 // When the session is up or has failed, its index goes to ended.
 func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <-chan struct{}, target string) bool {
-	if r, ok := ep.tr.(interface{ Reaches(netip.Addr) bool }); ok && !r.Reaches(a.addr.Addr()) {
+	if !ep.reaches(a.addr.Addr()) {
 		family := "IPv6"
 		if a.addr.Addr().Is4() {
 			family = "IPv4"

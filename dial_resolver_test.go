@@ -219,3 +219,38 @@ func TestDialResolvesWithContext(t *testing.T) {
 		t.Errorf("session to %v after %d connects, want %v after 1", s.Addr(), s.Endpoint().Stats().PacketsOut, srv.Addr())
 	}
 }
+
+// TestDialAcrossFamilies: a name with an IPv4 and an IPv6 address, where
+// only the second has a server, connects from erpc.Dial's dual-stack,
+// client-only endpoint in either order: trying the first address must not
+// leave the socket deaf to the other family (a dual-stack socket
+// connected to an IPv4 peer and disconnected again hears no IPv6 peer
+// under gVisor).
+func TestDialAcrossFamilies(t *testing.T) {
+	checkLeaks(t)
+	if !hasIPv6Loopback() {
+		t.Skip("this host has no IPv6 loopback (::1)")
+	}
+	v4, v6 := netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()
+	for _, order := range [][2]netip.Addr{{v4, v6}, {v6, v4}} {
+		srv := listenT(t, serverWith(t, "Echo", echoHandler), netip.AddrPortFrom(order[1], 0).String())
+		port := srv.Addr().Port()
+		dead := listenSilent(t, netip.AddrPortFrom(order[0], port))
+		r := &fakeResolver{addrs: order[:]}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s, err := erpc.Dial(ctx, fmt.Sprintf("both.test:%d", port), erpc.WithResolver(r))
+		if err != nil {
+			cancel()
+			t.Fatalf("dial %v, server on the second: %v", order, err)
+		}
+		if resp, err := s.Call(ctx, "Echo", []byte("x"), nil); err != nil || string(resp) != "x" {
+			t.Errorf("dial %v: call: %q, %v", order, resp, err)
+		}
+		if s.Addr() != srv.Addr() || dead.got.Load() == 0 || srv.Stats().PacketsIn != 2 {
+			t.Errorf("dial %v: session to %v (want %v), %d connects to the first address (want some), %d packets to the server (want a connect and a request)",
+				order, s.Addr(), srv.Addr(), dead.got.Load(), srv.Stats().PacketsIn)
+		}
+		s.Close()
+		cancel()
+	}
+}
