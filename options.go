@@ -26,6 +26,7 @@ type options struct {
 	sloMean   time.Duration
 	engine    proto.Config
 	sockBuf   int
+	resolver  HostResolver // nil: net.DefaultResolver
 	paths     int
 	stall     time.Duration // a loop held this long by one handler is logged
 
@@ -165,6 +166,11 @@ func WithStallLog(d time.Duration) Option { return func(o *options) { o.stall = 
 // transport given with WithTransport brings its own paths
 // (transport.Pather, udp.Options.Paths).
 func WithPaths(k int) Option { return func(o *options) { o.paths = k } }
+
+// WithResolver sets how the endpoint's Dial looks up the addresses of a
+// host name (default net.DefaultResolver, which reads /etc/hosts and
+// asks DNS): a *net.Resolver of its own, or any service discovery.
+func WithResolver(r HostResolver) Option { return func(o *options) { o.resolver = r } }
 
 // WithSocketBuffer sets the UDP socket buffers (default 8 MiB).
 func WithSocketBuffer(n int) Option { return func(o *options) { o.sockBuf = n } }

@@ -1,14 +1,9 @@
 package erpc
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/netip"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,7 +29,7 @@ type Session struct {
 
 	first     chan struct{} // closed when the first connect succeeds or fails
 	firstOnce sync.Once
-	firstErr  error
+	firstErr  *Error // why the first connect failed, without the target (dialError adds it)
 
 	// Owned by the loop.
 	sid         proto.SessionID
@@ -44,106 +39,8 @@ type Session struct {
 	nextAttempt proto.Time
 }
 
-// Dial opens a session from ep to the endpoint at target, of the same
-// transport as ep: its Target ("udp://host:port", "mem://name",
-// "shm:///path/to/socket"), or an address of ep's transport without a
-// scheme ("host:port"). It waits until the server accepts the session or
-// ctx ends.
-func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
-	if ep.onLoop() {
-		return nil, errOnLoop("Dial", "dial before serving, from a Background handler, or from another goroutine")
-	}
-	if ep.state.Load() != stateOpen {
-		return nil, errClosed
-	}
-	addr, err := ep.resolve(target)
-	if err != nil {
-		return nil, err
-	}
-	s := &Session{ep: ep, target: target, addr: addr, first: make(chan struct{})}
-	ep.post(command{kind: cmdDial, sess: s})
-	select {
-	case <-s.first:
-		if s.firstErr != nil {
-			return nil, s.firstErr
-		}
-		return s, nil
-	case <-ctx.Done():
-		s.Close()
-		return nil, contextError(ctx)
-	}
-}
-
-// Dial opens a client endpoint on an ephemeral port of the transport
-// target's scheme names (UDP if none) and a session to target: the
-// shortest way to a client. Closing the session closes the endpoint.
-func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
-	scheme, _ := splitTarget(target)
-	local := "udp://:0"
-	switch scheme {
-	case "udp":
-	case "mem", "shm":
-		local = scheme + "://"
-	default:
-		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: unknown transport %q (want udp://, mem:// or shm://)", target, scheme)}
-	}
-	ep, err := Listen(local, opt...)
-	if err != nil {
-		return nil, err
-	}
-	s, err := ep.Dial(ctx, target)
-	if err != nil {
-		ep.Close()
-		return nil, err
-	}
-	s.ownsEndpoint = true
-	return s, nil
-}
-
-// resolve checks target and turns it into the transport's address form.
-// Mistakes a hurried user makes fail here at once, naming the target,
-// rather than after a connect timeout.
-func (ep *Endpoint) resolve(target string) (netip.AddrPort, error) {
-	bad := func(format string, args ...any) error {
-		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: ", target) + fmt.Sprintf(format, args...)}
-	}
-	scheme, rest := splitTarget(target)
-	if !strings.Contains(target, "://") {
-		scheme = ep.scheme // an address of the endpoint's own transport
-	}
-	switch {
-	case target == "":
-		return netip.AddrPort{}, bad("empty target (want host:port, mem://name or shm:///path)")
-	case ep.scheme != "" && scheme != ep.scheme:
-		return netip.AddrPort{}, bad("this endpoint speaks %s://, not %s://: dial from an endpoint of that transport (erpc.Dial opens one)", ep.scheme, scheme)
-	case rest == "":
-		return netip.AddrPort{}, bad("no address after %s://", scheme)
-	case ep.scheme == "udp":
-		host, port, err := net.SplitHostPort(rest)
-		if err != nil || host == "" || port == "0" || port == "" {
-			return netip.AddrPort{}, bad("want host:port with a host and a nonzero port")
-		}
-	case ep.scheme == "shm":
-		if _, err := os.Stat(rest); err != nil {
-			return netip.AddrPort{}, &Error{Code: Unavailable, Msg: fmt.Sprintf("dial %q: no endpoint listens there: %v", target, err), Cause: err}
-		}
-	}
-	var addr netip.AddrPort
-	var err error
-	if r, ok := ep.tr.(interface {
-		Resolve(string) (netip.AddrPort, error)
-	}); ok {
-		addr, err = r.Resolve(rest)
-	} else {
-		addr, err = netip.ParseAddrPort(rest)
-	}
-	if err != nil {
-		return addr, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: %v", target, err), Cause: err}
-	}
-	return addr, nil
-}
-
-// Addr is the server's address.
+// Addr is the server's address: the one of the target's addresses that
+// accepted the session, IPv4 in its plain form (never IPv4-mapped).
 func (s *Session) Addr() netip.AddrPort { return s.addr }
 
 // Target is what the session was dialed with, as given to Dial.
@@ -229,7 +126,7 @@ func (s *Session) onDown(now proto.Time, err error) {
 		case errors.Is(err, proto.ErrConnectTimeout):
 			msg = "no answer within the failure timeout: nothing listens there, or the network drops what we send"
 		}
-		s.firstErr = &Error{Code: e.Code, Msg: fmt.Sprintf("dial %q: %s", s.target, msg), Cause: e.Cause}
+		s.firstErr = &Error{Code: e.Code, Msg: msg, Cause: e.Cause} // Dial says where
 		close(s.first)
 	})
 }

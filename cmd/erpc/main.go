@@ -44,8 +44,9 @@ commands:
         the serving status of the server as a whole, or of one service
         (-all: of every service it has a status for)
 
-A target is what erpc.Dial takes: host:port or udp://host:port (UDP),
-shm:///path/to/socket (shared memory, same host).
+A target is what erpc.Dial takes: host:port or udp://host:port (UDP; the
+host is a name, an IPv4 address or an [IPv6] one, and each of a name's
+addresses is tried), shm:///path/to/socket (shared memory, same host).
 
 The server needs the reflection service (reflection.Register) for list,
 describe and call, and the health service (health.Register) for health.
@@ -268,7 +269,7 @@ func withSession(cfg *config, target string, fn func(c *cli) error) error {
 	if err != nil {
 		switch erpc.CodeOf(err) {
 		case erpc.DeadlineExceeded:
-			err = fmt.Errorf("no erpc server accepted a session at %s within %v (-connect-timeout)", target, cfg.connectTimeout)
+			err = fmt.Errorf("no erpc server accepted a session at %s within %v (-connect-timeout)%s", target, cfg.connectTimeout, triedPart(err, target))
 		case erpc.InvalidArgument:
 		default:
 			err = fmt.Errorf("connect to %s: %v", target, strings.TrimPrefix(err.Error(), "erpc: "))
@@ -277,6 +278,20 @@ func withSession(cfg *config, target string, fn func(c *cli) error) error {
 	}
 	defer s.Close()
 	return fn(newCLI(cfg, s, target))
+}
+
+// triedPart is what Dial's error says it tried, after the name of the
+// target ("tried 127.0.0.1:31850: no answer yet"), as ": ..."; "" if it
+// says nothing more.
+func triedPart(err error, target string) string {
+	var e *erpc.Error
+	if !errors.As(err, &e) {
+		return ""
+	}
+	if _, rest, ok := strings.Cut(e.Msg, fmt.Sprintf("dial %q: ", target)); ok && rest != "" {
+		return ": " + rest
+	}
+	return ""
 }
 
 // checkTarget refuses the targets no other process can reach.

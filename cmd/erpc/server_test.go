@@ -30,6 +30,9 @@ import (
 
 const serverEnv = "ERPC_CLI_TEST_SERVER"
 
+// listenEnv is where the server process listens (default 127.0.0.1:0).
+const listenEnv = "ERPC_CLI_TEST_LISTEN"
+
 // Server modes.
 const (
 	modeFull = "full" // the shop, health, reflection, a JSON and a raw method
@@ -109,7 +112,11 @@ func serveForTest(mode string) {
 		}, erpc.WithCodec(codec.JSON{})))
 		check(srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) { return req, nil }))
 	}
-	ep, err := srv.Listen("127.0.0.1:0")
+	listen := os.Getenv(listenEnv)
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	ep, err := srv.Listen(listen)
 	check(err)
 	fmt.Println(ep.Target())
 	io.Copy(io.Discard, os.Stdin) // until the test closes it
@@ -120,8 +127,19 @@ func serveForTest(mode string) {
 // startServer starts a server process in mode and returns its target.
 func startServer(t *testing.T, mode string) string {
 	t.Helper()
+	target := startServerOn(t, mode, "")
+	if !strings.HasPrefix(target, "udp://127.0.0.1:") {
+		t.Fatalf("the test server printed %q, not its target", target)
+	}
+	return target
+}
+
+// startServerOn starts a server process in mode listening on listen
+// ("": 127.0.0.1:0) and returns its target.
+func startServerOn(t *testing.T, mode, listen string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), serverEnv+"="+mode)
+	cmd.Env = append(os.Environ(), serverEnv+"="+mode, listenEnv+"="+listen)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -154,7 +172,7 @@ func startServer(t *testing.T, mode string) string {
 	}()
 	select {
 	case target := <-line:
-		if !strings.HasPrefix(target, "udp://127.0.0.1:") {
+		if !strings.HasPrefix(target, "udp://") {
 			t.Fatalf("the test server printed %q, not its target", target)
 		}
 		return target

@@ -116,6 +116,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		conn.Close()
 		return nil, fmt.Errorf("udp: local address: %w", err)
 	}
+	bound := local.Addr()
 	if local.Addr().IsUnspecified() { // peers on this host reach us on loopback
 		lo := netip.IPv6Loopback()
 		if local.Addr().Is4() || ua.IP == nil || ua.IP.To4() != nil {
@@ -126,7 +127,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	if opts.PacketSize <= 0 {
 		opts.PacketSize = packetSizeFor(ua.AddrPort().Addr())
 	}
-	t := &Transport{conn: conn, local: local, packetSize: min(opts.PacketSize, MaxDatagram)}
+	t := &Transport{conn: conn, local: local, bound: bound, packetSize: min(opts.PacketSize, MaxDatagram)}
 	if err := t.init(opts); err != nil {
 		t.Close()
 		return nil, err
@@ -210,19 +211,42 @@ func (t *Transport) MaxDatagram() int { return MaxDatagram }
 // PacketSize is the datagram size the endpoint uses (Options.PacketSize).
 func (t *Transport) PacketSize() int { return t.packetSize }
 
-// Resolve turns "host:port" into an address.
+// Resolve turns "host:port" into an address, in the form Receive reports
+// peers in: an IPv4 address is plain IPv4, never IPv4-mapped IPv6
+// ("[::ffff:127.0.0.1]:1" resolves to "127.0.0.1:1"), so that what was
+// resolved equals what the peer's datagrams come from. A name resolves to
+// its first address (erpc.Dial tries them all).
 func (t *Transport) Resolve(addr string) (netip.AddrPort, error) {
 	if a, err := netip.ParseAddrPort(addr); err == nil {
-		return a, nil
+		return canonical(a), nil
 	}
 	ua, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return netip.AddrPort{}, err
 	}
-	return ua.AddrPort(), nil
+	return canonical(ua.AddrPort()), nil
 }
 
-// canonical maps an address read from a dual-stack socket back to IPv4.
+// Reaches reports whether the socket can send to a: one bound to an IPv4
+// address reaches only IPv4 peers, one bound to a particular IPv6 address
+// only IPv6 peers, and one bound to all interfaces, which Go opens
+// dual-stack where the system has IPv6, both (it sends to an IPv4 peer at
+// its IPv4-mapped address).
+func (t *Transport) Reaches(a netip.Addr) bool {
+	v4 := a.Unmap().Is4()
+	switch b := t.bound.Unmap(); {
+	case b.Is4():
+		return v4
+	case b.IsUnspecified():
+		return true
+	default:
+		return !v4
+	}
+}
+
+// canonical maps an IPv4-mapped address (as read from a dual-stack
+// socket, or written by a user) back to IPv4: the one form the engine
+// sees, whatever the socket's family.
 func canonical(a netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(a.Addr().Unmap(), a.Port())
 }

@@ -40,7 +40,8 @@ type Transport struct {
 	sock       *os.File     // the socket, outside the Go netpoller (detach)
 	rc         syscall.RawConn
 	local      netip.AddrPort
-	v6         bool // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
+	bound      netip.Addr // the address the socket is bound to (Reaches)
+	v6         bool       // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
 
 	woken  atomic.Bool
 	closed atomic.Bool

@@ -23,6 +23,7 @@ type Transport struct {
 	paths      []struct{ port int } // never any: several paths need the Linux transport
 	conn       *net.UDPConn
 	local      netip.AddrPort
+	bound      netip.Addr // the address the socket is bound to (Reaches)
 
 	mu      sync.Mutex
 	space   sync.Cond  // Receive took the arena
@@ -94,6 +95,10 @@ func (t *Transport) read() {
 		t.Wake()
 	}
 }
+
+// StayUnconnected does nothing: this transport never connects its socket
+// (see the Linux one's).
+func (t *Transport) StayUnconnected() {}
 
 // Receive passes the queued datagrams to fn.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {

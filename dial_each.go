@@ -1,0 +1,196 @@
+package erpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// dialAttempt is one address Dial tries.
+type dialAttempt struct {
+	addr netip.AddrPort
+	sess *Session // nil until started
+	err  *Error   // why it failed; nil while it runs, or if it never started
+}
+
+// dialEach connects to the first of addrs to accept a session, as
+// Endpoint.Dial describes: one at a time, the next starting when the last
+// failed or attemptDelay after it started. Every attempt is a session of
+// its own; the losers are closed.
+func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.AddrPort) (*Session, error) {
+	atts := make([]dialAttempt, len(addrs))
+	for i, a := range addrs {
+		atts[i].addr = a
+	}
+	ended := make(chan int, len(atts)) // attempts whose first connect succeeded or failed
+	stop := make(chan struct{})
+	defer close(stop)
+	delay := time.NewTimer(attemptDelay)
+	defer delay.Stop()
+	ep.stayUnconnected(addrs)
+	next, running, launch := 0, 0, true
+	for {
+		for (launch || running == 0) && next < len(atts) {
+			launch = false
+			if ep.startAttempt(&atts[next], next, ended, stop, target) {
+				running++
+				delay.Reset(attemptDelay)
+			} else {
+				launch = true // it failed at once: the next starts now
+			}
+			next++
+		}
+		if running == 0 {
+			return nil, dialError(target, atts)
+		}
+		select {
+		case i := <-ended:
+			running--
+			a := &atts[i]
+			if a.sess.firstErr == nil {
+				abandon(atts, i)
+				return a.sess, nil
+			}
+			a.err = a.sess.firstErr
+			launch = true
+		case <-delay.C:
+			launch = true
+		case <-ctx.Done():
+			e := contextError(ctx)
+			e.Msg += fmt.Sprintf(": dial %q: %s", target, tried(target, atts))
+			abandon(atts, -1) // after tried: closing fails what still runs
+			return nil, e
+		}
+	}
+}
+
+// stayUnconnected keeps a client-only UDP socket from connecting to the
+// first address when the dial may go on to one of the other family: a
+// dual-stack socket connected to an IPv4 peer and disconnected again may
+// hear no IPv6 peer (udp.Transport.StayUnconnected). The loop runs the
+// request before the attempts' first send.
+func (ep *Endpoint) stayUnconnected(addrs []netip.AddrPort) {
+	u, ok := ep.tr.(interface{ StayUnconnected() })
+	if !ok {
+		return
+	}
+	var v4, v6 bool
+	for _, a := range addrs {
+		if ep.reaches(a.Addr()) {
+			v4, v6 = v4 || a.Addr().Is4(), v6 || !a.Addr().Is4()
+		}
+	}
+	if v4 && v6 {
+		ep.post(command{kind: cmdFunc, fn: u.StayUnconnected})
+	}
+}
+
+// reaches says whether the endpoint's transport can send to a, when the
+// transport says (udp.Transport.Reaches).
+func (ep *Endpoint) reaches(a netip.Addr) bool {
+	r, ok := ep.tr.(interface{ Reaches(netip.Addr) bool })
+	return !ok || r.Reaches(a)
+}
+
+// startAttempt opens a session to a.addr; false if it failed at once,
+// because the endpoint's socket cannot send to that address's family.
+// When the session is up or has failed, its index goes to ended.
+func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <-chan struct{}, target string) bool {
+	if !ep.reaches(a.addr.Addr()) {
+		family := "IPv6"
+		if a.addr.Addr().Is4() {
+			family = "IPv4"
+		}
+		a.err = &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"this endpoint's socket (%s) cannot send to %s addresses (listen on :0 or [::] for both families)",
+			ep.tr.LocalAddr(), family)}
+		return false
+	}
+	s := &Session{ep: ep, target: target, addr: a.addr, first: make(chan struct{})}
+	a.sess = s
+	ep.post(command{kind: cmdDial, sess: s})
+	go func() {
+		select {
+		case <-s.first:
+			ended <- i
+		case <-stop:
+		}
+	}()
+	return true
+}
+
+// abandon closes the sessions of the attempts other than atts[keep].
+func abandon(atts []dialAttempt, keep int) {
+	for j := range atts {
+		if j != keep && atts[j].sess != nil {
+			atts[j].sess.Close()
+		}
+	}
+}
+
+// dialError is the error of a dial none of whose addresses accepted: what
+// was tried and how each failed. Its code is the first failure's in the
+// network (Unavailable), or InvalidArgument when no address could even be
+// tried from this endpoint's socket.
+func dialError(target string, atts []dialAttempt) *Error {
+	e := &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: %s", target, tried(target, atts))}
+	var causes []error
+	for _, a := range atts {
+		if a.err == nil {
+			continue
+		}
+		if e.Code == InvalidArgument {
+			e.Code = a.err.Code
+		}
+		if a.err.Cause != nil {
+			causes = append(causes, a.err.Cause)
+		}
+	}
+	if len(causes) == 1 {
+		e.Cause = causes[0]
+	} else if len(causes) > 1 {
+		e.Cause = errors.Join(causes...)
+	}
+	return e
+}
+
+// tried says what became of each attempt. A target that is its one
+// address literally needs no address repeated.
+func tried(target string, atts []dialAttempt) string {
+	if len(atts) == 1 && strings.HasSuffix(target, atts[0].addr.String()) {
+		return outcome(&atts[0])
+	}
+	var b strings.Builder
+	if len(atts) == 1 {
+		b.WriteString("tried ")
+	} else {
+		fmt.Fprintf(&b, "tried %d addresses: ", len(atts))
+	}
+	for i := range atts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", atts[i].addr, outcome(&atts[i]))
+	}
+	return b.String()
+}
+
+func outcome(a *dialAttempt) string {
+	switch {
+	case a.err != nil:
+		return a.err.Msg
+	case a.sess == nil:
+		return "not tried yet"
+	}
+	select {
+	case <-a.sess.first: // ended as the dial did
+		if a.sess.firstErr != nil {
+			return a.sess.firstErr.Msg
+		}
+	default:
+	}
+	return "no answer yet"
+}
