@@ -53,12 +53,19 @@ func (e *Engine) reply(s *session, in *wire.Header, t wire.Type, flags wire.Flag
 // packet: the server restarted, reaped the session, or the token is stale.
 // It says for how long at least it has had no such session (see the wire
 // doc), which lets the client prove that requests sent since never ran.
+// A packet that carries the token of a session this engine has now, but
+// that the session does not accept, names a session that exists: the
+// reset then claims nothing (since 0), for that session may have run the
+// request.
 func (e *Engine) sendReset(now Time, to netip.AddrPort, in *wire.Header, known *session) {
 	code := wire.CodeUnknownSession
 	if known != nil {
 		code = wire.CodeStaleToken
 	}
 	since := e.noSessionFor(now, in.Session) / time.Microsecond
+	if known != nil && known.token == in.Token {
+		since = 0
+	}
 	h := wire.Header{Type: wire.TypeReset, Code: code, Session: in.Session, Token: in.Token,
 		ReqNum: in.ReqNum, TxSeq: in.TxSeq, Path: in.Path, MsgSize: uint32(min(max(since, 0), math.MaxUint32))}
 	e.emit(to, &h, nil)

@@ -61,7 +61,9 @@
 // how long that server has had no session with that number and token. A
 // client that sent every packet of a request later than that (by its own
 // clock, with a margin for clock-rate error) knows the request never reached
-// a live session and never ran, and may send it again on a new session.
+// a live session and never ran, and may send it again on a new session. A
+// reset never makes that claim for a session the server has: one that
+// answers a packet naming a live session's number and token says 0.
 //
 // A server that ends a session on its own (it is closing, or the session
 // was idle beyond its timeout) tells the client with a reset coded
