@@ -69,8 +69,8 @@ func (n *nat) rebind(newIP, keepOld bool) {
 // handler runs, the client's address changes before the answer arrives,
 // so the answer is lost, and the client's next packet for the call comes
 // from a new IP with the right token. The server has that session: it
-// must never say the request did not run. The call completes, or fails
-// without ErrNotExecuted, and the handler ran exactly once.
+// must never say the request did not run. The server moves the session to
+// the new address, the call completes, and the handler ran exactly once.
 func TestAddressChangeAfterLostAnswer(t *testing.T) {
 	for seed := uint64(1); seed <= 16; seed++ {
 		w := newWorld(t, seed, simnet.LinkConfig{Delay: time.Duration(10+seed*10) * time.Microsecond})
@@ -105,6 +105,10 @@ func TestAddressChangeAfterLostAnswer(t *testing.T) {
 		}
 		if errors.Is(ev.Err, ErrNotExecuted) {
 			t.Fatalf("seed %d: the call failed with %v, but its handler ran", seed, ev.Err)
+		}
+		// The server follows the client to its new address (migrate.go).
+		if st := srv.e.Stats(); ev.Err != nil || st.Migrations != 1 {
+			t.Fatalf("seed %d: the call ended with %v after %d migrations; want success after 1", seed, ev.Err, st.Migrations)
 		}
 	}
 }

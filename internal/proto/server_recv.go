@@ -16,9 +16,18 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
-	if s == nil || s.s == nil || !s.accepts(from, h) {
-		e.stats.DropUnknownSession++
-		if h.Type != wire.TypeDisconnect {
+	if s == nil || s.s == nil || !s.accepts(from, h) || h.Type == wire.TypePathResponse {
+		switch {
+		case s != nil && s.s != nil && s.token == h.Token && h.Type == wire.TypePathResponse:
+			e.onPathResponse(now, from, s, h)
+		case s != nil && s.s != nil && s.token == h.Token:
+			// A live session's token from an IP it does not know: the
+			// client moved, or someone forged the source (migrate.go).
+			e.onNewPath(now, from, s, h)
+		case h.Type == wire.TypeDisconnect || h.Type == wire.TypePathResponse:
+			e.stats.DropUnknownSession++
+		default:
+			e.stats.DropUnknownSession++
 			e.sendReset(now, from, h, s)
 		}
 		return
