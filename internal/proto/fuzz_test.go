@@ -102,6 +102,9 @@ func FuzzEngineReceive(f *testing.F) {
 		// the session ends (closed, or idle past the server's timeout) it
 		// holds nothing.
 		_ = p.cli.Close(p.now, p.sid)
+		// 50 s: a session whose client gave up on it (failure timeout) is
+		// reaped by the idle sweep, up to 30 s + 7.5 s after the last
+		// packet it heard.
 		for range 50 {
 			p.now += Time(time.Second)
 			p.cli.Tick(p.now)

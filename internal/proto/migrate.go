@@ -34,7 +34,7 @@ const challengeGap = time.Millisecond
 // allocated the first time the session's client shows up from a new
 // address, so sessions that never move do not pay for it.
 type pathProbe struct {
-	addr  netip.AddrPort // the address challenged
+	addr  netip.AddrPort // the address last challenged; any port of its IP may answer
 	nonce uint64         // what the answer must echo; 0: none outstanding
 	sent  Time
 }
@@ -58,10 +58,13 @@ func (e *Engine) onNewPath(now Time, from netip.AddrPort, s *session, in *wire.H
 	if p.nonce != 0 && now.Sub(p.sent) < challengeGap {
 		return
 	}
-	if p.nonce == 0 || p.addr != from {
-		p.addr, p.nonce = from, e.newNonce()
+	// A challenge names an IP, as a session does: a client on several
+	// paths shows up on several ports of its new IP at once, and a new
+	// nonce for each would keep any answer from matching.
+	if p.nonce == 0 || p.addr.Addr() != from.Addr() {
+		p.nonce = e.newNonce()
 	}
-	p.sent = now
+	p.addr, p.sent = from, now
 	h := wire.Header{Type: wire.TypePathChallenge, Session: s.remote, ReqNum: p.nonce,
 		TxSeq: in.TxSeq, Path: in.Path}
 	e.emit(from, &h, nil)
@@ -69,13 +72,14 @@ func (e *Engine) onNewPath(now Time, from netip.AddrPort, s *session, in *wire.H
 }
 
 // onPathResponse moves server session s to the address a challenge was
-// answered from, if the answer is the one expected: from the address
-// challenged, echoing its nonce, with the session's token and its
-// client's. The session then takes packets from the new IP, and its
-// unasked packets (a closing notice) go there.
+// answered from, if the answer is the one expected: from the IP
+// challenged (any port of it, as a session takes its client's packets
+// from any port of its IP), echoing the nonce, with the session's token
+// and its client's. The session then takes packets from the new IP, and
+// its unasked packets (a closing notice) go to the answering port.
 func (e *Engine) onPathResponse(now Time, from netip.AddrPort, s *session, in *wire.Header) {
 	p := s.s.probe
-	if p == nil || p.nonce == 0 || p.nonce != in.ReqNum || p.addr != from || in.MsgSize != s.peerToken {
+	if p == nil || p.nonce == 0 || p.nonce != in.ReqNum || p.addr.Addr() != from.Addr() || in.MsgSize != s.peerToken {
 		e.stats.DropStale++
 		return
 	}

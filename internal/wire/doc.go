@@ -77,7 +77,8 @@
 // one outstanding. The client answers from the address challenged with a
 // [TypePathResponse] (Session and Token the server's, ReqNum the nonce,
 // MsgSize the client's own token), and resends the packet the challenge
-// echoes; only that answer moves the session to the new address. A forged
+// echoes; only that answer, from the IP challenged, moves the session to
+// the new address. A forged
 // source address therefore cannot redirect a session's answers or end it.
 //
 // A server that ends a session on its own (it is closing, or the session
