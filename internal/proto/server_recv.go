@@ -17,19 +17,7 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	}
 	s := e.lookup(h.Session)
 	if s == nil || s.s == nil || !s.accepts(from, h) || h.Type == wire.TypePathResponse {
-		switch {
-		case s != nil && s.s != nil && s.token == h.Token && h.Type == wire.TypePathResponse:
-			e.onPathResponse(now, from, s, h)
-		case s != nil && s.s != nil && s.token == h.Token:
-			// A live session's token from an IP it does not know: the
-			// client moved, or someone forged the source (migrate.go).
-			e.onNewPath(now, from, s, h)
-		case h.Type == wire.TypeDisconnect || h.Type == wire.TypePathResponse:
-			e.stats.DropUnknownSession++
-		default:
-			e.stats.DropUnknownSession++
-			e.sendReset(now, from, h, s)
-		}
+		e.unaccepted(now, from, h, s)
 		return
 	}
 	s.lastHeard = now
@@ -47,6 +35,27 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		e.reply(s, h, wire.TypePong, 0, 0)
 	case wire.TypeDisconnect:
 		e.endSession(now, s, ErrSessionClosed)
+	}
+}
+
+// unaccepted handles a client packet that no session takes as it is: s is
+// the session its number names, if any. A live session's token from an
+// IP the session does not know is its client moving, or a forged source:
+// the address is challenged, never reset (migrate.go). Anything else
+// names no session we have and gets a reset, but a disconnect (there is
+// nothing left to end) and a path response (nothing to answer).
+func (e *Engine) unaccepted(now Time, from netip.AddrPort, h *wire.Header, s *session) {
+	live := s != nil && s.s != nil && s.token == h.Token
+	switch {
+	case live && h.Type == wire.TypePathResponse:
+		e.onPathResponse(now, from, s, h)
+	case live:
+		e.onNewPath(now, from, s, h)
+	default:
+		e.stats.DropUnknownSession++
+		if h.Type != wire.TypeDisconnect && h.Type != wire.TypePathResponse {
+			e.sendReset(now, from, h, s)
+		}
 	}
 }
 
