@@ -82,9 +82,11 @@
 // # Delivery
 //
 // erpc runs a request at most once: retransmissions, duplicates,
-// reordering, and late packets from a closed session or from a server's
-// earlier incarnation never run a handler twice (each end of a session
-// picks a random token; every packet carries its destination's). A call
+// reordering, late packets from a closed session or from a server's
+// earlier incarnation, and a client whose address changes mid-call never
+// run a handler twice (each end of a session picks a random token; every
+// packet carries its destination's; a server moves a session to a client's
+// new address only once the client answers a challenge sent there). A call
 // that fails with Unavailable may or may not have run; erpc does not retry
 // it, except when the server's reset proves the request never reached a
 // live session.

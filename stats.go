@@ -25,6 +25,12 @@ type Stats struct {
 	DropMalformed         uint64 // packets that failed to parse or contradicted themselves
 	DropUnknownSession    uint64 // packets for no session, with a wrong token, or from a wrong address
 	DropStale             uint64 // valid packets that came too late to matter
+	// A client whose address changes (NAT rebinding, a moved container)
+	// keeps its sessions: the server challenges the new address and moves
+	// the session there once the client answers from it.
+	PathChallenges  uint64 // challenges sent to a client's new address
+	Migrations      uint64 // server sessions moved to a client's new address
+	DropUnvalidated uint64 // packets from a client's new address before it answered the challenge
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in
 	// the last complete second.

@@ -128,6 +128,8 @@ type clientSide struct {
 	pingSeq    uint32
 	pingSentAt Time
 	pingTries  uint8
+
+	challengeOK Time // when a path challenge may next make it resend (migrate.go)
 }
 
 // seqMark is the largest sequence number answered on a path, if any.

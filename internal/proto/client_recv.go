@@ -9,8 +9,12 @@ import (
 
 // clientReceive handles a server-to-client packet.
 func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, payload []byte) {
-	if h.Type == wire.TypeReset {
+	switch h.Type {
+	case wire.TypeReset:
 		e.onReset(now, from, h)
+		return
+	case wire.TypePathChallenge:
+		e.onPathChallenge(now, from, h)
 		return
 	}
 	s := e.lookup(h.Session)

@@ -108,7 +108,13 @@
 //     number. Resets answer packets for sessions the server does not have
 //     and say for how long it has had none, which proves that requests
 //     sent since never ran (ErrNotExecuted: the driver may send them
-//     again). Keepalive pings on idle sessions, client failure detection
+//     again); they never say it of a session the server has. A client
+//     whose IP changes keeps its session (QUIC's connection migration,
+//     migrate.go): the server challenges the new address and moves the
+//     session there once the client answers from it; until then that
+//     address's packets are dropped, so a forged source can neither
+//     redirect answers nor end the session, and no request runs twice.
+//     Keepalive pings on idle sessions, client failure detection
 //     (FailureTimeout without a packet while waiting) that fails every
 //     pending call, server-side reaping of sessions idle beyond
 //     IdleTimeout, and a best-effort notice to clients when the server

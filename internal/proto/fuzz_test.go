@@ -16,7 +16,8 @@ import (
 // pending. The seeds carry both sessions' real tokens, so the fuzzer starts
 // from packets the engines accept.
 //
-// The input is a sequence of datagrams, each prefixed by a 2-byte length.
+// The input is a sequence of datagrams, each prefixed by a 2-byte length
+// whose top bit sends it to the server from another IP than the client's.
 func FuzzEngineReceive(f *testing.F) {
 	p := newPair(f, 32)
 	cliTok, srvTok := p.sid.token(), p.srvToken()
@@ -36,12 +37,15 @@ func FuzzEngineReceive(f *testing.F) {
 		return pkt(wire.Header{Type: t, Session: 0, Token: tok, MsgSize: size, PktIndex: idx,
 			ReqNum: reqNum, TxSeq: 2}, make([]byte, payload))
 	}
-	for t := wire.TypeReq; t <= wire.TypeReset; t++ {
+	for t := wire.TypeReq; t <= wire.TypePathResponse; t++ {
 		seed(h(t, 0, 0, 0, 0))
 	}
 	seed(h(wire.TypeReq, 1, 0, 3000, 1432), h(wire.TypeReq, 1, 2, 3000, 136), h(wire.TypeReq, 1, 1, 3000, 1432))
 	seed(h(wire.TypeResp, 0, 0, 3000, 1432), h(wire.TypeResp, 0, 1, 3000, 1432), h(wire.TypeCR, 0, 0, 0, 0))
 	seed(h(wire.TypeCancel, 3, 0, 0, 0), h(wire.TypeNack, 0, 0, 0, 0), h(wire.TypeCancelAck, 0, 0, 0, 0))
+	// A packet from another IP, then an answer to the challenge it draws.
+	moved := h(wire.TypePing, 0, 0, 0, 0)
+	f.Add(append(binary.LittleEndian.AppendUint16(nil, uint16(len(moved))|0x8000), moved...))
 
 	f.Fuzz(func(t *testing.T, in []byte) {
 		p := newPair(t, 32)
@@ -55,7 +59,9 @@ func FuzzEngineReceive(f *testing.F) {
 			calls[id] = 0
 		}
 		for len(in) >= 2 {
-			n := int(binary.LittleEndian.Uint16(in))
+			// The top bit of the length sends the datagram from another
+			// IP: a moved client, or a forger (migrate.go).
+			n, moved := int(binary.LittleEndian.Uint16(in)&0x7FFF), in[1]&0x80 != 0
 			in = in[2:]
 			if n > len(in) {
 				n = len(in)
@@ -64,7 +70,11 @@ func FuzzEngineReceive(f *testing.F) {
 			in = in[n:]
 			p.now += 100_000
 			p.cli.Receive(p.now, serverAddr, d)
-			p.srv.Receive(p.now, clientAddr, d)
+			if moved {
+				p.srv.Receive(p.now, otherAddr, d)
+			} else {
+				p.srv.Receive(p.now, clientAddr, d)
+			}
 			p.cli.Tick(p.now)
 			p.srv.Tick(p.now)
 			drainFuzz(t, p, calls, false)
@@ -92,7 +102,10 @@ func FuzzEngineReceive(f *testing.F) {
 		// the session ends (closed, or idle past the server's timeout) it
 		// holds nothing.
 		_ = p.cli.Close(p.now, p.sid)
-		for range 35 {
+		// 50 s: a session whose client gave up on it (failure timeout) is
+		// reaped by the idle sweep, up to 30 s + 7.5 s after the last
+		// packet it heard.
+		for range 50 {
 			p.now += Time(time.Second)
 			p.cli.Tick(p.now)
 			p.srv.Tick(p.now)
@@ -128,3 +141,7 @@ func drainFuzz(t *testing.T, p *pair, calls map[CallID]int, deliver bool) {
 	p.cli.Outgoing(p.now)
 	p.srv.Outgoing(p.now)
 }
+
+// otherAddr is where FuzzEngineReceive sends datagrams from when their
+// length's top bit is set: not the client's IP.
+var otherAddr = addr("10.0.0.99:7")

@@ -31,6 +31,11 @@ type world struct {
 	steps   int
 	stuck   int                                           // consecutive steps at the same instant
 	onRecv  func(now Time, from netip.AddrPort, size int) // if set, sees every datagram delivered
+	// If set, srcOf names the source address a host's path-p packets
+	// reach the network with, and route the host a datagram to an
+	// address reaches (nil: lost): a NAT in front of a host (nat_test.go).
+	srcOf func(h *host, p uint8) netip.AddrPort
+	route func(to netip.AddrPort) *host
 }
 
 type action struct {
@@ -99,7 +104,7 @@ func (w *world) step(limit Time) bool {
 		if w.onRecv != nil {
 			w.onRecv(w.now, d.From, len(d.Data))
 		}
-		if h := w.byAddr[d.To.Addr()]; h != nil {
+		if h := w.hostAt(d.To); h != nil {
 			h.e.Receive(w.now, d.From, d.Data)
 		}
 		w.net.Release(d)
@@ -136,9 +141,25 @@ func (w *world) flush() {
 			}
 		}
 		for _, p := range h.e.Outgoing(w.now) {
-			w.net.Send(int64(w.now), pathAddr(h.addr, p.Path), p.To, p.Head(), p.Payload)
+			w.net.Send(int64(w.now), w.source(h, p.Path), p.To, p.Head(), p.Payload)
 		}
 	}
+}
+
+// hostAt is the host a datagram to addr reaches, or nil.
+func (w *world) hostAt(to netip.AddrPort) *host {
+	if w.route != nil {
+		return w.route(to)
+	}
+	return w.byAddr[to.Addr()]
+}
+
+// source is the address h's path-p packets come from.
+func (w *world) source(h *host, p uint8) netip.AddrPort {
+	if w.srcOf != nil {
+		return w.srcOf(h, p)
+	}
+	return pathAddr(h.addr, p)
 }
 
 // runUntil steps until done returns true, failing the test if the

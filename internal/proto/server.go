@@ -20,6 +20,7 @@ type serverSide struct {
 	metered   bool         // a congestion-controlled client: see shareMeter
 	share     sessionShare // its request bytes, for the share mark
 	under     bool         // under its share at its latest request packet
+	probe     *pathProbe   // the challenge out to the client's new address, if any
 }
 
 type sslotState uint8

@@ -16,11 +16,8 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
-	if s == nil || s.s == nil || !s.accepts(from, h) {
-		e.stats.DropUnknownSession++
-		if h.Type != wire.TypeDisconnect {
-			e.sendReset(now, from, h, s)
-		}
+	if s == nil || s.s == nil || !s.accepts(from, h) || h.Type == wire.TypePathResponse {
+		e.unaccepted(now, from, h, s)
 		return
 	}
 	s.lastHeard = now
@@ -41,6 +38,27 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	}
 }
 
+// unaccepted handles a client packet that no session takes as it is: s is
+// the session its number names, if any. A live session's token from an
+// IP the session does not know is its client moving, or a forged source:
+// the address is challenged, never reset (migrate.go). Anything else
+// names no session we have and gets a reset, but a disconnect (there is
+// nothing left to end) and a path response (nothing to answer).
+func (e *Engine) unaccepted(now Time, from netip.AddrPort, h *wire.Header, s *session) {
+	live := s != nil && s.s != nil && s.token == h.Token
+	switch {
+	case live && h.Type == wire.TypePathResponse:
+		e.onPathResponse(now, from, s, h)
+	case live:
+		e.onNewPath(now, from, s, h)
+	default:
+		e.stats.DropUnknownSession++
+		if h.Type != wire.TypeDisconnect && h.Type != wire.TypePathResponse {
+			e.sendReset(now, from, h, s)
+		}
+	}
+}
+
 // reply sends a header-only answer to client packet in.
 func (e *Engine) reply(s *session, in *wire.Header, t wire.Type, flags wire.Flags, code uint8) {
 	h := s.header(t, in.ReqNum)
@@ -53,12 +71,19 @@ func (e *Engine) reply(s *session, in *wire.Header, t wire.Type, flags wire.Flag
 // packet: the server restarted, reaped the session, or the token is stale.
 // It says for how long at least it has had no such session (see the wire
 // doc), which lets the client prove that requests sent since never ran.
+// A packet that carries the token of a session this engine has now, but
+// that the session does not accept, names a session that exists: the
+// reset then claims nothing (since 0), for that session may have run the
+// request.
 func (e *Engine) sendReset(now Time, to netip.AddrPort, in *wire.Header, known *session) {
 	code := wire.CodeUnknownSession
 	if known != nil {
 		code = wire.CodeStaleToken
 	}
 	since := e.noSessionFor(now, in.Session) / time.Microsecond
+	if known != nil && known.token == in.Token {
+		since = 0
+	}
 	h := wire.Header{Type: wire.TypeReset, Code: code, Session: in.Session, Token: in.Token,
 		ReqNum: in.ReqNum, TxSeq: in.TxSeq, Path: in.Path, MsgSize: uint32(min(max(since, 0), math.MaxUint32))}
 	e.emit(to, &h, nil)

@@ -42,7 +42,9 @@ func (s *session) header(t wire.Type, reqNum uint64) wire.Header {
 // this incarnation of s: its number, its token and its peer's address. A
 // server session takes its client's packets from any port of the client's
 // host: a client that sprays over several paths sends each from a source
-// port of its own (its replies go back there).
+// port of its own (its replies go back there). A packet with the right
+// token from another IP is the client moving, or a forgery: the server
+// proves the address before it follows (migrate.go).
 func (s *session) accepts(from netip.AddrPort, h *wire.Header) bool {
 	if s.token != h.Token {
 		return false

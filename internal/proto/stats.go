@@ -24,6 +24,10 @@ type Stats struct {
 	DropMalformed         uint64 // failed to parse, or fields inconsistent
 	DropUnknownSession    uint64 // no session, wrong token or wrong address
 	DropStale             uint64 // valid but late: a request or reply already settled
+	// Connection migration (migrate.go).
+	PathChallenges  uint64 // challenges sent to a client's new address
+	Migrations      uint64 // server sessions moved to a new client address it proved
+	DropUnvalidated uint64 // packets with a live session's token from an address not yet proved
 
 	// NacksLastSecond is how many NACKs the server sent in the last
 	// complete second of engine time (StatsAt only).

@@ -61,7 +61,25 @@
 // how long that server has had no session with that number and token. A
 // client that sent every packet of a request later than that (by its own
 // clock, with a margin for clock-rate error) knows the request never reached
-// a live session and never ran, and may send it again on a new session.
+// a live session and never ran, and may send it again on a new session. A
+// reset never makes that claim for a session the server has: one that
+// answers a packet naming a live session's number and token says 0.
+//
+// A client's address may change under a session (NAT rebinding, a
+// multihomed host, a moved container). A server session takes its client's
+// packets from any port of the IP that proved it has the session, and
+// answers each where it came from. A packet with a live session's number
+// and token from another IP is neither executed nor answered, nor reset:
+// the server sends that address a [TypePathChallenge] (a bare header:
+// Session is the client's number, Token zero so as not to tell whoever
+// holds the address the client's token, ReqNum a random nonce, TxSeq and
+// Path echoing the packet's), at most one per millisecond per session and
+// one outstanding. The client answers from the address challenged with a
+// [TypePathResponse] (Session and Token the server's, ReqNum the nonce,
+// MsgSize the client's own token), and resends the packet the challenge
+// echoes; only that answer, from the IP challenged, moves the session to
+// the new address. A forged
+// source address therefore cannot redirect a session's answers or end it.
 //
 // A server that ends a session on its own (it is closing, or the session
 // was idle beyond its timeout) tells the client with a reset coded
@@ -80,7 +98,8 @@
 //
 // The protocol is client-driven (eRPC): a server sends a packet only in reply
 // to a client packet. Client to server: [TypeReq], [TypeRFR], [TypeCancel],
-// [TypeConnect], [TypeDisconnect], [TypePing]. Server to client: [TypeCR],
-// [TypeResp], [TypeNack], [TypeCancelAck], [TypeConnectAck], [TypePong],
-// [TypeReset]. The engine in internal/proto gives them their meaning.
+// [TypeConnect], [TypeDisconnect], [TypePing], [TypePathResponse]. Server to
+// client: [TypeCR], [TypeResp], [TypeNack], [TypeCancelAck],
+// [TypeConnectAck], [TypePong], [TypeReset], [TypePathChallenge]. The engine
+// in internal/proto gives them their meaning.
 package wire

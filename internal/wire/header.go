@@ -41,11 +41,19 @@ const (
 	TypePing                       // liveness probe (client)
 	TypePong                       // answer to a ping (server)
 	TypeReset                      // unknown session or stale token (server)
+	// TypePathChallenge asks the client whether a new address is its own:
+	// ReqNum is a random nonce; Token is zero, so the challenge does not
+	// tell whoever is at that address the client's token (server).
+	TypePathChallenge
+	// TypePathResponse answers a challenge from the address challenged:
+	// ReqNum echoes the nonce and MsgSize carries the client's token (client).
+	TypePathResponse
 	typeEnd
 )
 
 var typeNames = [...]string{"invalid", "req", "rfr", "cr", "resp", "nack", "cancel",
-	"cancel-ack", "connect", "connect-ack", "disconnect", "ping", "pong", "reset"}
+	"cancel-ack", "connect", "connect-ack", "disconnect", "ping", "pong", "reset",
+	"path-challenge", "path-response"}
 
 func (t Type) String() string {
 	if t < typeEnd {
@@ -57,7 +65,7 @@ func (t Type) String() string {
 // FromClient reports whether packets of this type travel client to server.
 func (t Type) FromClient() bool {
 	switch t {
-	case TypeReq, TypeRFR, TypeCancel, TypeConnect, TypeDisconnect, TypePing:
+	case TypeReq, TypeRFR, TypeCancel, TypeConnect, TypeDisconnect, TypePing, TypePathResponse:
 		return true
 	}
 	return false

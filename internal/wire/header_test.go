@@ -94,7 +94,7 @@ func TestTypeDirection(t *testing.T) {
 		}
 	}
 	client := map[Type]bool{TypeReq: true, TypeRFR: true, TypeCancel: true,
-		TypeConnect: true, TypeDisconnect: true, TypePing: true}
+		TypeConnect: true, TypeDisconnect: true, TypePing: true, TypePathResponse: true}
 	for typ := TypeReq; typ < typeEnd; typ++ {
 		if typ.FromClient() != client[typ] {
 			t.Errorf("%v.FromClient() = %v", typ, typ.FromClient())
