@@ -139,8 +139,8 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 			}
 			_ = ep.eng.Reject(now, h) // NACK: the client fails fast with ResourceExhausted
 			r.end(context.Canceled)
-			r.refs.Store(1)
-			r.release(true)
+			r.release(true) // the answer's reference: there will be no answer
+			r.release(true) // the run's
 		} else {
 			ep.loop.thread.wokeGoroutine()
 		}
@@ -170,9 +170,10 @@ func (ep *Endpoint) runInline(now proto.Time, q Request) {
 func (ep *Endpoint) runHandler(q Request) {
 	defer func() {
 		if p := recover(); p != nil {
+			name := q.r.handler.name // the run's reference keeps it, answered or not
 			answered := q.RespondError(Errorf(Internal, "handler panicked: %v", p)) != nil
-			ep.log.Error(fmt.Sprintf("erpc: handler %q panicked: %v\n%s", q.Method(), p, debug.Stack()),
-				"method", q.Method(), "panic", fmt.Sprint(p), "after_answer", answered)
+			ep.log.Error(fmt.Sprintf("erpc: handler %q panicked: %v\n%s", name, p, debug.Stack()),
+				"method", name, "panic", fmt.Sprint(p), "after_answer", answered)
 		}
 	}()
 	q.r.handler.run(q)
