@@ -57,9 +57,10 @@ func (t *handlerTable) lookup(id uint32) *handler {
 // HandleRaw registers the fastest form of handler: it gets the Request
 // itself, reads its Data in place (no copy), and answers with Respond or
 // RespondError, now or later (after nested calls, say) and from any
-// goroutine. It must answer every request exactly once. For a
-// zero-allocation answer, fill ResponseBuffer and pass it to Respond, or
-// answer with (part of) Data itself.
+// goroutine. It must answer every request exactly once (a second answer
+// returns an error and is dropped). For a zero-allocation answer, fill
+// ResponseBuffer and pass it to Respond, or answer with (part of) Data
+// itself.
 func (s *Server) HandleRaw(method string, fn func(r Request), opts ...HandlerOption) error {
 	h := &handler{name: method, run: fn}
 	for _, o := range opts {

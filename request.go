@@ -28,8 +28,9 @@ import (
 // or into memory from ResponseBuffer; so the caller may reuse its own
 // buffer at once, and no answer costs a copy it does not need. When
 // several goroutines answer one request at once, the first answer is
-// sent byte for byte as it was when Respond was called, whatever the
-// others write meanwhile.
+// sent byte for byte as its Respond gave it, whatever the others write
+// into their own memory or their ResponseBuffer's, before or after (Data
+// is the one buffer they all share: write into it only to answer with it).
 type Request struct {
 	r   *request
 	gen uint32
