@@ -87,10 +87,10 @@ func (s *Server) Handle(method string, fn func(ctx context.Context, req []byte) 
 		var resp []byte
 		var err error
 		if s.intercept == nil {
-			resp, err = fn(r.Context(), r.Data())
+			resp, err = fn(r.runContext(), r.runData())
 		} else {
 			var out any
-			out, err = s.intercept(r.Context(), r.Data(), info, next)
+			out, err = s.intercept(r.runContext(), r.runData(), info, next)
 			resp, _ = out.([]byte)
 		}
 		if err != nil {
