@@ -240,6 +240,9 @@ func TestKeptHandleHammered(t *testing.T) {
 	}
 }
 
+// scribbles are what losing answerers write over their buffers.
+var scribbles = [2][]byte{bytes.Repeat([]byte{0xA5}, 64<<10), bytes.Repeat([]byte{0x5A}, 64<<10)}
+
 // TestRacingAnswers: 2 to 8 goroutines answer each request at once, each
 // with its own bytes, built in ResponseBuffer or in a slice of its own;
 // the losers then keep writing into the memory they built in. Exactly one
@@ -278,13 +281,9 @@ func TestRacingAnswers(t *testing.T) {
 					}
 					losses.Add(1)
 					later := r.ResponseBuffer(q.size) // a spent handle's
-					for pass := range 4 {
-						for i := range out {
-							out[i] = byte(pass)
-						}
-						for i := range later {
-							later[i] = byte(pass)
-						}
+					for pass := range 40 {            // while the loop sends the winner's answer
+						copy(out, scribbles[pass%2])
+						copy(later, scribbles[pass%2])
 						runtime.Gosched()
 					}
 				})
