@@ -79,12 +79,13 @@ const (
 	phAnswering = 1 << iota // a goroutine is writing the answer
 	phAnswered              // the answer is written
 	phInline                // the handler runs inline on the loop: the loop sends the answer when it returns
-	phOutGiven              // ResponseBuffer handed out out: an answer elsewhere must not copy into it
+	phOutGiven              // ResponseBuffer gave out the response memory (out): no answer may copy into it
 )
 
 // The references to a request, counted in state: the handler's run, the
 // answer (dropped once it is sent), and a handle's while it reads the
-// request's fields. The last one recycles it.
+// request's fields (24 bits: more than goroutines can hold at once). The
+// last one recycles it.
 const (
 	refShift = 8
 	refOne   = 1 << refShift
@@ -200,7 +201,9 @@ func (q Request) Context() context.Context {
 // which Respond copies; so a goroutine that writes into its buffer
 // cannot change an answer another goroutine gave.
 func (q Request) ResponseBuffer(n int) []byte {
-	n = max(n, 0)
+	if n <= 0 {
+		return []byte{} // nothing to hand out
+	}
 	if r := q.hold(spent|phOutGiven, phOutGiven); r != nil {
 		out := r.out
 		if cap(out) < n { // too small: not handed out after all
