@@ -40,7 +40,13 @@
 // buffer as the response: an echo costs no copy), memory from
 // Request.ResponseBuffer (no copy either), or any other slice, which
 // Respond copies before it returns; either way the handler may reuse its
-// own memory afterwards. A caller's request buffer is read until Call
+// own memory afterwards. ResponseBuffer gives the request's response
+// memory to its first caller only, while the request is unanswered;
+// every other call (a second one, another goroutine's, one after the
+// answer) gets fresh memory that no answer shares. So when several
+// goroutines answer one request, the first answer is sent exactly as it
+// was when Respond was called, whatever the others write into their
+// buffers, before or after. A caller's request buffer is read until Call
 // returns, never after, and its response buffer is reused when large
 // enough.
 //
@@ -57,6 +63,12 @@
 // call made on the loop itself could never complete, so it fails at once
 // with FailedPrecondition; a handler that holds the loop too long is
 // logged (WithStallLog). Use several endpoints for several cores.
+//
+// A Request may be kept and used from any goroutine, for as long as one
+// likes, with no data race: until the request is answered its accessors
+// return that request's values; from the answer on they return zero
+// values (Context a canceled one), even once the endpoint reuses the
+// request's memory for another request.
 //
 // The loop waits in one of two ways: by default it polls, yielding the
 // processor, for a window after its last work, then sleeps in the Go

@@ -57,9 +57,10 @@ func (t *handlerTable) lookup(id uint32) *handler {
 // HandleRaw registers the fastest form of handler: it gets the Request
 // itself, reads its Data in place (no copy), and answers with Respond or
 // RespondError, now or later (after nested calls, say) and from any
-// goroutine. It must answer every request exactly once. For a
-// zero-allocation answer, fill ResponseBuffer and pass it to Respond, or
-// answer with (part of) Data itself.
+// goroutine. It must answer every request exactly once (a second answer
+// returns an error and is dropped). For a zero-allocation answer, fill
+// ResponseBuffer and pass it to Respond, or answer with (part of) Data
+// itself.
 func (s *Server) HandleRaw(method string, fn func(r Request), opts ...HandlerOption) error {
 	h := &handler{name: method, run: fn}
 	for _, o := range opts {
@@ -86,10 +87,10 @@ func (s *Server) Handle(method string, fn func(ctx context.Context, req []byte) 
 		var resp []byte
 		var err error
 		if s.intercept == nil {
-			resp, err = fn(r.Context(), r.Data())
+			resp, err = fn(r.runContext(), r.runData())
 		} else {
 			var out any
-			out, err = s.intercept(r.Context(), r.Data(), info, next)
+			out, err = s.intercept(r.runContext(), r.runData(), info, next)
 			resp, _ = out.([]byte)
 		}
 		if err != nil {
@@ -139,8 +140,8 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 			}
 			_ = ep.eng.Reject(now, h) // NACK: the client fails fast with ResourceExhausted
 			r.end(context.Canceled)
-			r.refs.Store(1)
-			r.release(true)
+			r.release(true) // the answer's reference: there will be no answer
+			r.release(true) // the run's
 		} else {
 			ep.loop.thread.wokeGoroutine()
 		}
@@ -170,9 +171,10 @@ func (ep *Endpoint) runInline(now proto.Time, q Request) {
 func (ep *Endpoint) runHandler(q Request) {
 	defer func() {
 		if p := recover(); p != nil {
+			name := q.r.handler.name // the run's reference keeps it, answered or not
 			answered := q.RespondError(Errorf(Internal, "handler panicked: %v", p)) != nil
-			ep.log.Error(fmt.Sprintf("erpc: handler %q panicked: %v\n%s", q.Method(), p, debug.Stack()),
-				"method", q.Method(), "panic", fmt.Sprint(p), "after_answer", answered)
+			ep.log.Error(fmt.Sprintf("erpc: handler %q panicked: %v\n%s", name, p, debug.Stack()),
+				"method", name, "panic", fmt.Sprint(p), "after_answer", answered)
 		}
 	}()
 	q.r.handler.run(q)

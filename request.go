@@ -14,16 +14,23 @@ import (
 
 // Request is a request being served, as a HandleRaw handler gets it. It is
 // a small handle: copy it freely, keep it past the handler's return and
-// answer from any goroutine. Each request is answered exactly once, with
-// Respond or RespondError; from then on the handle is spent: Data returns
-// nil and a second answer returns an error, even though the endpoint
-// reuses the memory behind it for later requests.
+// use it from any goroutine. Each request is answered exactly once, with
+// Respond or RespondError; from then on the handle is spent, even though
+// the endpoint reuses the memory behind it for later requests: Data,
+// Method, Peer, Metadata and Deadline return zero values, Context returns
+// a canceled context, ResponseBuffer returns fresh memory, and an answer
+// returns an error. Until then they return this request's values. None of
+// this is a data race, whichever goroutine asks and whenever.
 //
 // Buffers: Data is the endpoint's memory, readable until the answer.
 // Respond copies the response before it returns, unless it points into
 // Data (an echo: the endpoint keeps the request's buffer as the response)
 // or into memory from ResponseBuffer; so the caller may reuse its own
-// buffer at once, and no answer costs a copy it does not need.
+// buffer at once, and no answer costs a copy it does not need. When
+// several goroutines answer one request at once, the first answer is
+// sent byte for byte as its Respond gave it, whatever the others write
+// into their own memory or their ResponseBuffer's, before or after (Data
+// is the one buffer they all share: write into it only to answer with it).
 type Request struct {
 	r   *request
 	gen uint32
@@ -31,10 +38,16 @@ type Request struct {
 
 // request is the pooled state behind Request handles. gen changes each
 // time it is recycled, which is what turns old handles stale.
+//
+// Its fields are written on the loop before a handle to it exists
+// (newRequest) and when it is recycled, once it holds no reference
+// (release); the answer's fields by the one goroutine that wins the
+// answer. A handle reads the others only while it holds a reference
+// (hold), so recycling waits for it: a reference is taken by a
+// compare-and-swap of state that fails once the handle is spent.
 type request struct {
 	ep      *Endpoint
-	state   atomic.Uint64 // gen<<32 | phase bits, see below
-	refs    atomic.Int32  // the handler's run and the answer; recycled at 0
+	state   atomic.Uint64 // gen<<32 | refs<<refShift | phase bits, see below
 	handler *handler
 	h       proto.ReqHandle // the engine's handle; the loop's only
 	data    []byte          // the request, in engine memory, until answered
@@ -46,109 +59,179 @@ type request struct {
 	start   time.Time       // when it arrived, for the StatsHandler
 	queued  time.Time       // when WithSLO's admission let it in, for its feedback
 	badMeta bool            // its metadata block was malformed: the handler does not run
+	// out is response memory from the engine's pool, handed out by
+	// ResponseBuffer once (phOutGiven) or, if not, where the answer is
+	// copied. Only newRequest and release write it.
+	out     []byte
+	outSent bool // the engine took out as the response; the loop's only
 
 	ctx      atomic.Pointer[reqCtx] // made on first Context call
 	canceled atomic.Bool            // the request ended: a context made now starts canceled
 
 	// The answer, written by the one goroutine that wins the answer and
 	// read by the loop after it.
-	out    []byte // ResponseBuffer memory, and where a response is copied: from the engine's pool
 	resp   []byte
 	status uint8
 }
 
-// Phase bits of request.state.
+// Phase bits of request.state, below its reference count.
 const (
 	phAnswering = 1 << iota // a goroutine is writing the answer
 	phAnswered              // the answer is written
 	phInline                // the handler runs inline on the loop: the loop sends the answer when it returns
+	phOutGiven              // ResponseBuffer gave out the response memory (out): no answer may copy into it
+)
+
+// The references to a request, counted in state: the handler's run, the
+// answer (dropped once it is sent), and a handle's while it reads the
+// request's fields (24 bits: more than goroutines can hold at once). The
+// last one recycles it.
+const (
+	refShift = 8
+	refOne   = 1 << refShift
+	refMask  = (1<<24 - 1) << refShift
 )
 
 func (r *request) gen() uint32 { return uint32(r.state.Load() >> 32) }
 
-// live reports whether the handle names a request not yet answered.
-func (q Request) live() bool {
-	if q.r == nil {
-		return false
+// hold takes a reference to q's request, setting the phase bits set at
+// the same time, if q is still live: its generation, not recycled, and
+// none of the phase bits in busy set. It returns nil otherwise. The
+// request's fields stay this request's until r.release.
+func (q Request) hold(busy, set uint64) *request {
+	r := q.r
+	if r == nil {
+		return nil
 	}
-	s := q.r.state.Load()
-	return uint32(s>>32) == q.gen && s&(phAnswering|phAnswered) == 0
+	for {
+		s := r.state.Load()
+		if uint32(s>>32) != q.gen || s&refMask == 0 || s&busy != 0 {
+			return nil
+		}
+		if r.state.CompareAndSwap(s, (s+refOne)|set) {
+			return r
+		}
+	}
 }
+
+// spent is the phase in which a handle answers zero values.
+const spent = phAnswering | phAnswered
 
 // Data is the request message. It is valid until the request is answered;
 // after that, and on a zero Request, Data is nil.
 func (q Request) Data() []byte {
-	if !q.live() {
+	r := q.hold(spent, 0)
+	if r == nil {
 		return nil
 	}
-	return q.r.data
+	d := r.data
+	r.release(false)
+	return d
 }
-
-// current reports whether the handle names the request its memory holds
-// now (answered or not): its fields are that request's until it is
-// recycled.
-func (q Request) current() bool { return q.r != nil && q.r.gen() == q.gen }
 
 // Method is the name the handler was registered under ("" on a spent
 // handle).
 func (q Request) Method() string {
-	if !q.current() {
+	r := q.hold(spent, 0)
+	if r == nil {
 		return ""
 	}
-	return q.r.handler.name
+	name := r.handler.name
+	r.release(false)
+	return name
 }
 
-// Peer is the address of the client that sent the request.
+// Peer is the address of the client that sent the request (the zero
+// AddrPort on a spent handle).
 func (q Request) Peer() netip.AddrPort {
-	if !q.current() {
+	r := q.hold(spent, 0)
+	if r == nil {
 		return netip.AddrPort{}
 	}
-	return q.r.peer
+	p := r.peer
+	r.release(false)
+	return p
 }
 
-// Metadata is what the caller sent with the request, nil if nothing.
+// Metadata is what the caller sent with the request, nil if nothing (and
+// on a spent handle).
 func (q Request) Metadata() Metadata {
-	if !q.current() {
+	r := q.hold(spent, 0)
+	if r == nil {
 		return nil
 	}
-	return q.r.md
+	md := r.md
+	r.release(false)
+	return md
 }
 
-// Deadline is the caller's deadline for the request, if it sent one.
+// Deadline is the caller's deadline for the request, if it sent one (none
+// on a spent handle).
 func (q Request) Deadline() (time.Time, bool) {
-	if !q.current() {
+	r := q.hold(spent, 0)
+	if r == nil {
 		return time.Time{}, false
 	}
-	return q.r.dl, q.r.hasDL
+	dl, ok := r.dl, r.hasDL
+	r.release(false)
+	return dl, ok
 }
 
 // Context is the request's context: it carries the caller's deadline and
 // is canceled when the caller cancels the call, its session ends, the
 // endpoint closes, or the request is answered. Each request has its own,
-// never reused, so it may be kept.
+// never reused, so it may be kept. On a spent handle it is a canceled
+// context that carries nothing.
 func (q Request) Context() context.Context {
-	if q.r == nil || q.r.gen() != q.gen {
+	r := q.hold(spent, 0)
+	if r == nil {
 		return closedContext
 	}
-	return q.r.context()
+	c := r.context()
+	r.release(false)
+	return c
 }
 
 // ResponseBuffer returns n bytes for the response: Respond with (part of)
-// it costs no copy. It is the endpoint's memory from then on; build the
-// response there and do not touch it after the answer.
+// it costs no copy. The first call on a live handle gets the request's
+// response memory, which is the endpoint's from then on: build the
+// response there and do not touch it after the answer. Any other call
+// (a second one, one on a spent handle, one from a goroutine that loses
+// the answer) gets fresh memory of its own, which no answer shares and
+// which Respond copies; so a goroutine that writes into its buffer
+// cannot change an answer another goroutine gave.
 func (q Request) ResponseBuffer(n int) []byte {
-	if !q.live() || n < 0 {
-		return make([]byte, max(n, 0))
+	if n <= 0 {
+		return []byte{} // nothing to hand out
 	}
-	return q.r.outBuf(n)
+	if r := q.hold(spent|phOutGiven, phOutGiven); r != nil {
+		out := r.out
+		if cap(out) < n { // too small: not handed out after all
+			r.state.And(^uint64(phOutGiven))
+		}
+		r.release(false)
+		if cap(out) >= n {
+			return out[:n]
+		}
+	}
+	return make([]byte, n, proto.BufferCap(n))
 }
 
-// outBuf returns n bytes of the request's response memory.
-func (r *request) outBuf(n int) []byte {
-	if cap(r.out) < n {
-		r.out = make([]byte, n, proto.BufferCap(n))
+// The run's own reads, for the handlers erpc wraps around the user's
+// (Handle, Register): they read their request while the run's reference
+// keeps its fields, before they answer, and give the handle to no other
+// goroutine; so they need no reference of their own, which saves the hot
+// path two atomic operations a read.
+func (q Request) runData() []byte             { return q.r.data }
+func (q Request) runContext() context.Context { return q.r.context() }
+
+// runBuffer is the response memory, or fresh memory if it is too small.
+// It stays the request's: nobody else can have been given it.
+func (q Request) runBuffer(n int) []byte {
+	if cap(q.r.out) >= n {
+		return q.r.out[:n]
 	}
-	return r.out[:n]
+	return make([]byte, n, proto.BufferCap(n))
 }
 
 // Respond answers the request with resp (see Request for who owns what).
@@ -184,7 +267,8 @@ var errAnswered = errors.New("erpc: request already answered")
 
 // answer writes the answer and hands it to the loop: at once through the
 // command queue, or, while the handler runs inline, when it returns (which
-// saves the queue's round trip on the hot path).
+// saves the queue's round trip on the hot path). The winner needs no
+// reference of its own: the answer's keeps the request until it is sent.
 func (q Request) answer(status uint8, resp []byte, owned bool) error {
 	r := q.r
 	if r == nil {
@@ -193,7 +277,7 @@ func (q Request) answer(status uint8, resp []byte, owned bool) error {
 	var s uint64
 	for {
 		s = r.state.Load()
-		if uint32(s>>32) != q.gen || s&(phAnswering|phAnswered) != 0 {
+		if uint32(s>>32) != q.gen || s&refMask == 0 || s&spent != 0 {
 			return errAnswered
 		}
 		if r.state.CompareAndSwap(s, s|phAnswering) {
@@ -201,24 +285,30 @@ func (q Request) answer(status uint8, resp []byte, owned bool) error {
 		}
 	}
 	r.status = status
-	switch {
-	case len(resp) == 0:
-		r.resp = nil
-	case owned, proto.Within(resp, r.data), proto.Within(resp, r.out):
-		r.resp = resp // the endpoint's memory already, or given to it
-	default:
-		r.resp = append(r.outBuf(len(resp))[:0], resp...)
-	}
-	for {
-		s = r.state.Load()
-		if r.state.CompareAndSwap(s, s&^phAnswering|phAnswered) {
-			break
-		}
-	}
+	r.resp = r.answerMemory(resp, owned, s&phOutGiven != 0)
+	s = r.state.Add(phAnswered - phAnswering) // phAnswering is set: this clears it and sets phAnswered
 	if s&phInline == 0 {
 		r.ep.post(command{kind: cmdRespond, req: r})
 	}
 	return nil
+}
+
+// answerMemory is where the answer resp is kept until sent: resp itself
+// if it is the endpoint's memory already (Data, the response memory) or
+// given to it, else a copy. The copy goes to the response memory unless
+// ResponseBuffer handed that out (outGiven): whoever has it may still be
+// writing there, so then the copy is fresh memory.
+func (r *request) answerMemory(resp []byte, owned, outGiven bool) []byte {
+	switch {
+	case len(resp) == 0:
+		return nil
+	case owned, proto.Within(resp, r.data), outGiven && proto.Within(resp, r.out):
+		return resp
+	case !outGiven && cap(r.out) >= len(resp):
+		return append(r.out[:0], resp...)
+	default:
+		return append(make([]byte, 0, proto.BufferCap(len(resp))), resp...)
+	}
 }
 
 // context returns the request's context, making it on first use.
@@ -245,23 +335,27 @@ func (r *request) end(err error) {
 	}
 }
 
-// release drops one of the request's two references (its handler's run,
-// its answer). The last one recycles it: onLoop says which pool can take
-// it without a lock.
+// release drops one of the request's references (see refOne). The last
+// one recycles it: onLoop says which pool can take it without a lock, and
+// whether its response memory can go back to the engine's pool. That
+// memory does not if ResponseBuffer handed it out and the engine did not
+// take it as the answer: whoever has it may still write there.
 func (r *request) release(onLoop bool) {
-	if r.refs.Add(-1) != 0 {
+	s := r.state.Add(^uint64(refOne - 1)) // minus refOne
+	if s&refMask != 0 {
 		return
 	}
 	ep := r.ep
-	r.state.Store(uint64(r.gen()+1) << 32) // every handle to it is spent
+	recycleOut := onLoop && r.out != nil && !r.outSent && s&phOutGiven == 0
+	r.state.Store(uint64(uint32(s>>32)+1) << 32) // every handle to it is spent
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
 	r.peer, r.dl, r.hasDL, r.md, r.stats = netip.AddrPort{}, time.Time{}, false, nil, nil
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
-	if r.out != nil && onLoop {
+	if recycleOut {
 		ep.eng.Recycle(r.out)
 	}
-	r.out = nil
+	r.out, r.outSent = nil, false
 	if onLoop {
 		if len(ep.loop.reqFree) < maxPooledRequests {
 			ep.loop.reqFree = append(ep.loop.reqFree, r)
@@ -315,7 +409,7 @@ func (ep *Endpoint) newRequest(now proto.Time, h proto.ReqHandle, hd *handler) *
 		r = &request{ep: ep}
 	}
 	ep.loop.reqFree = free
-	r.refs.Store(2)
+	r.state.Add(2 * refOne) // the handler's run and the answer
 	r.handler = hd
 	r.h = h
 	r.data = h.Data()
@@ -353,8 +447,8 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	resp := r.resp
 	gave := proto.Within(resp, r.out)
 	hint := 0
-	if gave {
-		hint = len(resp)
+	if r.status == 0 && !proto.Within(resp, r.data) {
+		hint = len(resp) // response memory, not an echo
 	}
 	err := ep.eng.Respond(now, r.h, r.status, resp)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
@@ -365,14 +459,11 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	if err != nil && !errors.Is(err, proto.ErrRequestGone) {
 		ep.log.Error("erpc: dropping response", "method", r.handler.name, "err", err)
 	}
-	if gave && err == nil {
-		r.out = nil // the engine keeps it now
-	}
+	r.outSent = gave && err == nil // the engine keeps it now
 	if sh := ep.opts.stats; sh != nil {
 		ep.statsEnd(sh, now, r, len(resp))
 	}
 	ep.loop.respHint[r.handler.idx] = hint
-	r.data, r.resp = nil, nil
 	r.end(context.Canceled)
 	r.release(true)
 }

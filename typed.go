@@ -46,17 +46,17 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 		RequestType: typeName(reqCodec, new(Req)), ResponseType: typeName(respCodec, new(Resp)), Codec: reqCodec.Name()},
 		run: func(r Request) {
 			req := new(Req)
-			if err := reqCodec.Unmarshal(r.Data(), req); err != nil {
+			if err := reqCodec.Unmarshal(r.runData(), req); err != nil {
 				r.RespondError(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err))
 				return
 			}
 			var resp *Resp
 			var err error
 			if s.intercept == nil {
-				resp, err = fn(r.Context(), req)
+				resp, err = fn(r.runContext(), req)
 			} else {
 				var out any
-				out, err = s.intercept(r.Context(), req, info, next)
+				out, err = s.intercept(r.runContext(), req, info, next)
 				resp, _ = out.(*Resp)
 			}
 			if err != nil {
@@ -68,7 +68,7 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 			}
 			var buf []byte
 			if sz, ok := respCodec.(codec.Sizer); ok {
-				buf = r.ResponseBuffer(sz.Size(resp))[:0]
+				buf = r.runBuffer(sz.Size(resp))[:0]
 			}
 			b, err := respCodec.Marshal(buf, resp)
 			if err != nil {
