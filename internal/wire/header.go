@@ -69,7 +69,7 @@ func (t Type) payloadRule() (min, max int) {
 	case TypeReq, TypeResp:
 		return 0, 1 << 16
 	case TypeConnect, TypeConnectAck:
-		return ConnectLen, ConnectLen
+		return ConnectLen, ConnectLen + CookieLen
 	}
 	return 0, 0
 }
