@@ -7,6 +7,7 @@ type Stats struct {
 	// Gauges.
 	ClientSessions int // sessions this endpoint dialed, open or connecting
 	ServerSessions int // sessions clients opened to this endpoint
+	HalfOpen       int // of those, made without a retry cookie and not yet confirmed by their client
 	PendingCalls   int // calls made and not yet completed
 	BusySlots      int // client request slots sending, receiving or canceling
 	CreditsInUse   int // client packet credits held by packets in flight
@@ -25,6 +26,9 @@ type Stats struct {
 	DropMalformed         uint64 // packets that failed to parse or contradicted themselves
 	DropUnknownSession    uint64 // packets for no session, with a wrong token, or from a wrong address
 	DropStale             uint64 // valid packets that came too late to matter
+	RetriesSent           uint64 // connects answered with a retry cookie instead of a session: a connect flood
+	BadCookies            uint64 // connects whose retry cookie was not valid (forged, expired, another client's)
+	HalfOpenReaped        uint64 // sessions ended because their client never confirmed them
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in
 	// the last complete second.

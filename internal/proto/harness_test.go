@@ -31,6 +31,12 @@ type world struct {
 	steps   int
 	stuck   int                                           // consecutive steps at the same instant
 	onRecv  func(now Time, from netip.AddrPort, size int) // if set, sees every datagram delivered
+	// dropStrays, if set, drops at the sender the packets addressed to no
+	// host (the answers to forged sources), counting them in strays: the
+	// simulated network keeps state per link, which a flood of forged
+	// sources would fill.
+	dropStrays bool
+	strays     int
 }
 
 type action struct {
@@ -136,6 +142,10 @@ func (w *world) flush() {
 			}
 		}
 		for _, p := range h.e.Outgoing(w.now) {
+			if w.dropStrays && w.byAddr[p.To.Addr()] == nil {
+				w.strays++
+				continue
+			}
 			w.net.Send(int64(w.now), pathAddr(h.addr, p.Path), p.To, p.Head(), p.Payload)
 		}
 	}
