@@ -7,6 +7,7 @@ type Stats struct {
 	// Gauges.
 	ClientSessions int // sessions this endpoint dialed, open or connecting
 	ServerSessions int // sessions clients opened to this endpoint
+	HalfOpen       int // of those, made without a retry cookie and not yet confirmed by their client
 	PendingCalls   int // calls made and not yet completed
 	BusySlots      int // client request slots sending, receiving or canceling
 	CreditsInUse   int // client packet credits held by packets in flight
@@ -31,6 +32,9 @@ type Stats struct {
 	PathChallenges  uint64 // challenges sent to a client's new address
 	Migrations      uint64 // server sessions moved to a client's new address
 	DropUnvalidated uint64 // packets from a client's new address before it answered the challenge
+	RetriesSent     uint64 // connects answered with a retry cookie instead of a session: a connect flood
+	BadCookies      uint64 // connects whose retry cookie was not valid (forged, expired, another client's)
+	HalfOpenReaped  uint64 // sessions ended because their client never confirmed them
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in
 	// the last complete second.

@@ -123,6 +123,10 @@ type clientSide struct {
 
 	connectStart, nextConnect Time
 	offer                     wire.Connect
+	// The cookie a server under a connect flood asked this connect to echo
+	// (wire.CodeRetry).
+	cookie    wire.Cookie
+	hasCookie bool
 
 	pingOut    bool
 	pingSeq    uint32
@@ -254,9 +258,15 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 	return s.id()
 }
 
+// sendConnect sends the session's connect, with the server's retry cookie
+// if it asked for one.
 func (e *Engine) sendConnect(now Time, s *session) {
 	h := wire.Header{Type: wire.TypeConnect, Session: ^uint32(0), Token: s.token, TxSeq: s.c.nextSeq()}
-	e.emitConnect(s.peer, &h, &s.c.offer)
+	var cookie []byte
+	if s.c.hasCookie {
+		cookie = s.c.cookie[:]
+	}
+	e.emitConnect(s.peer, &h, &s.c.offer, cookie)
 	s.c.nextConnect = now.Add(e.cfg.ConnectRetry)
 	s.c.lastSent = now
 }

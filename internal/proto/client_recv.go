@@ -239,6 +239,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	case wire.CodeNotServing:
 		e.endSession(now, s, ErrNotServing)
 		return
+	case wire.CodeRetry:
+		e.onRetry(now, s, payload)
+		return
 	default:
 		e.endSession(now, s, ErrRefused)
 		return
@@ -277,7 +280,31 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	}
 	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer})
 	e.pump(now, s)
+	if h.Flags&wire.FlagConfirm != 0 && !cs.busy() {
+		// The server reaps the session unless a packet with its token
+		// comes soon (Config.HalfOpenTimeout), and we have nothing to
+		// send: ping. An unanswered ping is resent like any.
+		e.sendPing(now, s)
+	}
 	e.settle(now, s)
+}
+
+// onRetry: the server is under a connect flood and wants the connect again
+// with the cookie it sent, which proves we receive at our address. A new
+// cookie goes out at once; the same one again waits for the next connect
+// retry, so a server that keeps answering so cannot make us spin.
+func (e *Engine) onRetry(now Time, s *session, payload []byte) {
+	var c wire.Connect
+	if c.Parse(payload) != nil || !c.HasCookie {
+		e.stats.DropMalformed++
+		return
+	}
+	cs := s.c
+	if cs.hasCookie && cs.cookie == c.Cookie {
+		return
+	}
+	cs.cookie, cs.hasCookie = c.Cookie, true
+	e.sendConnect(now, s)
 }
 
 // onReset: the server does not know the session (it restarted, reaped it,

@@ -351,6 +351,13 @@ func (e *Engine) keepalive(now Time, s *session) {
 	default:
 		cs.pingTries = 0
 	}
+	e.sendPing(now, s)
+}
+
+// sendPing pings s's server; the pong proves it alive (and measures the
+// round trip).
+func (e *Engine) sendPing(now Time, s *session) {
+	cs := s.c
 	cs.pingOut = true
 	cs.pingSeq = cs.nextSeq()
 	cs.pingSentAt = now

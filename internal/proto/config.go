@@ -86,6 +86,34 @@ type Config struct {
 
 	// MaxSessions caps the server sessions of this engine. Default 65536.
 	MaxSessions int
+	// MaxHalfOpen caps the half-open server sessions: made by a connect
+	// without a retry cookie and not yet confirmed by a packet carrying
+	// the server's token. A connect can come from a forged source
+	// address, so these are what a connect flood fills; at the cap, the
+	// server answers further connects statelessly with a retry cookie
+	// (wire.CodeRetry), and a client that echoes it gets its session
+	// however many half-open ones there are, so a flood of forged
+	// connects never locks a real client out, and costs at most
+	// MaxHalfOpen sessions of about 1.2 KiB each with their share of the
+	// tables (1.2 MiB by default; TestConnectFlood measures it).
+	// A real client confirms one round trip after the connect-ack (with
+	// its first request, or a ping if it has none), so its half-open
+	// sessions number its connect rate times a round trip: the default
+	// covers 100,000 connects/s at 10 ms; past it, clients pay one extra
+	// round trip. Default 1024 (capped at MaxSessions).
+	MaxHalfOpen int
+	// HalfOpenTimeout is how long a half-open session may stay
+	// unconfirmed: it then ends as idle (ErrServerIdle), and its client,
+	// if real, hears a closing reset. A real client confirms within a
+	// round trip and resends its confirmation at its RTO (at most
+	// MaxRTO, 200 ms), so a second allows for several losses, and is
+	// IdleTimeout/30. Default 1 s (at most IdleTimeout).
+	HalfOpenTimeout time.Duration
+	// CookieSeed seeds the keys of the retry cookies, which rotate every
+	// 2 s. Tests set it for determinism; zero (the default) draws the
+	// seed from crypto/rand. It is not derived from Random, whose output
+	// the tokens show every client.
+	CookieSeed [32]byte
 	// NotServing makes the engine refuse every session a client asks for
 	// (CodeNotServing): an endpoint that only makes calls.
 	NotServing bool
@@ -133,6 +161,10 @@ func (c Config) withDefaults() Config {
 	defDur(&c.KeepaliveInterval, 5*time.Second)
 	defDur(&c.IdleTimeout, 30*time.Second)
 	def(&c.MaxSessions, 1<<16)
+	def(&c.MaxHalfOpen, 1024)
+	c.MaxHalfOpen = min(c.MaxHalfOpen, c.MaxSessions)
+	defDur(&c.HalfOpenTimeout, time.Second)
+	c.HalfOpenTimeout = min(c.HalfOpenTimeout, c.IdleTimeout)
 	def(&c.Paths, 1)
 	c.Paths = min(c.Paths, 64)
 	def(&c.MaxHeldRequests, 4096)

@@ -105,21 +105,32 @@
 //     address, client session number, client token) and never ends or
 //     changes another session; the first packet carrying the server's new
 //     token confirms the session and ends an older one of the same client
-//     number. Resets answer packets for sessions the server does not have
-//     and say for how long it has had none, which proves that requests
-//     sent since never ran (ErrNotExecuted: the driver may send them
-//     again); they never say it of a session the server has. A client
-//     whose IP changes keeps its session (QUIC's connection migration,
-//     migrate.go): the server challenges the new address and moves the
-//     session there once the client answers from it; until then that
-//     address's packets are dropped, so a forged source can neither
-//     redirect answers nor end the session, and no request runs twice.
-//     Keepalive pings on idle sessions, client failure detection
-//     (FailureTimeout without a packet while waiting) that fails every
-//     pending call, server-side reaping of sessions idle beyond
-//     IdleTimeout, and a best-effort notice to clients when the server
-//     ends sessions itself. eRPC's failure handling was disabled in its
-//     tree.
+//     number. A connect flood from forged sources cannot lock clients out
+//     (SYN cookies, QUIC's Retry): sessions made by a connect and not yet
+//     confirmed (half open) are bounded apart (MaxHalfOpen, 1024) and
+//     reaped after HalfOpenTimeout (1 s); beyond the bound the server
+//     answers a connect statelessly with a retry cookie, a MAC over the
+//     client's address, port, number and token and a 2 s time bucket,
+//     and accepts a connect that echoes a valid one even then. A flood
+//     therefore holds at most MaxHalfOpen sessions, about 1.2 KiB each
+//     with their share of the tables (1.2 MiB by default, measured by
+//     TestConnectFlood; the full table of 65,536 used to take 68 MiB),
+//     and costs no state or allocation past the bound; a real client
+//     pays one round trip more. Resets answer packets for sessions the
+//     server does not have and say for how long it has had none, which
+//     proves that requests sent since never ran (ErrNotExecuted: the
+//     driver may send them again); they never say it of a session the
+//     server has. A client whose IP changes keeps its session (QUIC's
+//     connection migration, migrate.go): the server challenges the new
+//     address and moves the session there once the client answers from
+//     it; until then that address's packets are dropped, so a forged
+//     source can neither redirect answers nor end the session, and no
+//     request runs twice. Keepalive pings on idle sessions, client
+//     failure detection (FailureTimeout without a packet while waiting)
+//     that fails every pending call, server-side reaping of sessions idle
+//     beyond IdleTimeout, and a best-effort notice to clients when the
+//     server ends sessions itself. eRPC's failure handling was disabled
+//     in its tree.
 //   - No TX DMA flush: the transports copy a datagram before Send returns
 //     (the kernel, or the shared-memory ring), and a completed call's
 //     packets still queued are withdrawn, so a request buffer goes back to

@@ -57,6 +57,9 @@ type Engine struct {
 	// Memory retired while a queued packet may still point into it: it goes
 	// back to the pool only once that packet has been sent.
 	freeLater, freeNext [][]byte
+	// Cookies of the retry connect-acks queued this round, and last
+	// round's, which the packets Outgoing returned point into.
+	cookieOut, cookieSent []byte
 
 	reqPool        []*Request
 	bufs           bufPool
@@ -64,6 +67,8 @@ type Engine struct {
 	heldBytes      int // capacity of request buffers and saved responses
 	savedBytes     int // the part held by saved responses
 	serverSessions int
+	halfOpen       halfOpenList // unconfirmed server sessions made without a cookie
+	cookies        cookieJar
 	nextCallID     CallID
 
 	hdr   wire.Header    // scratch for parsing
@@ -107,6 +112,7 @@ func New(cfg Config) *Engine {
 		byClient:     make(map[clientKey]*session),
 		nextSweep:    Never,
 		lastTransmit: Never,
+		cookies:      newCookieJar(cfg.CookieSeed),
 	}
 	e.bufs.limit = cfg.PoolBytes
 	e.nextCallID = 1
@@ -168,12 +174,13 @@ func (e *Engine) Tick(now Time) {
 	if now >= e.nextSweep {
 		e.sweepIdle(now)
 	}
+	e.reapHalfOpen(now)
 }
 
 // NextDeadline is when Tick next has work, or Never.
 func (e *Engine) NextDeadline() Time {
 	e.rescheduleStale()
-	d := e.nextSweep
+	d := minTime(e.nextSweep, e.halfOpenDeadline())
 	if e.timers.len() > 0 {
 		d = minTime(d, e.timers.top().deadline)
 	}
@@ -229,6 +236,7 @@ func (e *Engine) Outgoing(now Time) []Packet {
 		e.freeNext[i] = nil
 	}
 	e.freeNext, e.freeLater = e.freeLater, e.freeNext[:0]
+	e.cookieOut, e.cookieSent = e.cookieSent[:0], e.cookieOut
 	e.round++
 	out := e.out
 	e.out, e.outSpare = e.outSpare[:0], out
@@ -304,10 +312,11 @@ func (e *Engine) emitOnPath(to netip.AddrPort, h *wire.Header, payload []byte) {
 	p.Path = h.Path
 }
 
-// emitConnect queues a connect or connect-ack with its payload inline.
-func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect) {
+// emitConnect queues a connect or connect-ack with its payload inline, and
+// cookie, if any, as the packet's Payload: it must stay put until sent.
+func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect, cookie []byte) {
 	p := e.newPacket()
-	p.To, p.headLen = to, wire.HeaderLen+wire.ConnectLen
+	p.To, p.headLen, p.Payload = to, wire.HeaderLen+wire.ConnectLen, cookie
 	h.Put(p.head[:])
 	c.Put(p.head[wire.HeaderLen:])
 	e.stats.PacketsOut++
@@ -358,6 +367,7 @@ func (e *Engine) freeSession(now Time, s *session) {
 		}
 	}
 	if s.s != nil {
+		e.halfOpen.remove(s)
 		if e.byPeer[s.s.key] == s {
 			delete(e.byPeer, s.s.key)
 		}

@@ -145,3 +145,55 @@ func drainFuzz(t *testing.T, p *pair, calls map[CallID]int, deliver bool) {
 // otherAddr is where FuzzEngineReceive sends datagrams from when their
 // length's top bit is set: not the client's IP.
 var otherAddr = addr("10.0.0.99:7")
+
+// FuzzConnectRetry: whatever a connect-ack says (any code, flags and
+// payload, a retry cookie among them), a connecting client neither panics
+// nor wedges: afterwards, over a clean link to a server under pressure,
+// its call completes exactly once, answered or failed with its session.
+// And the same bytes sent as a connect from a source the server never
+// answered (a forger's) never make a session under pressure: only a
+// cookie the server minted for that source does.
+func FuzzConnectRetry(f *testing.F) {
+	ck := wire.Cookie{1, 2, 3, 4, 5, 6, 7, 8}
+	lim := wire.Connect{Window: 8, Credits: 32, MaxMsgSize: 1 << 20, MaxData: tDPP}
+	b := make([]byte, wire.ConnectLen+wire.CookieLen)
+	lim.Put(b)
+	copy(b[wire.ConnectLen:], ck[:])
+	f.Add(wire.CodeRetry, uint8(0), b)
+	f.Add(wire.CodeRetry, uint8(0), b[:wire.ConnectLen])
+	f.Add(wire.CodeRetry, uint8(0), b[:wire.ConnectLen+3])
+	lim.Token = 0x1234
+	lim.Put(b)
+	f.Add(wire.CodeOK, uint8(wire.FlagConfirm), b[:wire.ConnectLen])
+	f.Add(wire.CodeTooManySessions, uint8(0), []byte{})
+	f.Fuzz(func(t *testing.T, code, flags uint8, payload []byte) {
+		p := &pair{cli: New(Config{Random: seedRandom(1)}), now: Time(time.Second), buf: make([]byte, 0, 2048),
+			srv: New(Config{Random: seedRandom(2), CookieSeed: [32]byte{5}, MaxHalfOpen: 1})}
+		p.srv.Receive(p.now, addr("10.9.9.9:9"), connectWith(1, 1, nil)) // the half-open bound is reached
+		p.srv.Outgoing(p.now)
+		p.sid = p.cli.Connect(p.now, serverAddr)
+		p.cli.Outgoing(p.now) // lost
+		p.cli.Receive(p.now, serverAddr, pkt(wire.Header{Type: wire.TypeConnectAck, Code: code, Flags: wire.Flags(flags),
+			Session: p.sid.Num(), Token: p.sid.token(), TxSeq: 1}, payload))
+		p.srv.Receive(p.now, addr("10.8.8.8:8"), pkt(wire.Header{Type: wire.TypeConnect, Session: ^uint32(0), Token: 7, TxSeq: 1}, payload))
+		if st := p.srv.Stats(); st.ServerSessions != 1 {
+			t.Fatalf("a connect from a forged source made a session under pressure: %+v", st)
+		}
+		p.srv.Outgoing(p.now)
+		calls := map[CallID]int{}
+		if id, err := p.cli.StartCall(p.now, p.sid, 1, []byte("hi"), nil, Never, nil); err == nil {
+			calls[id] = 0
+		}
+		for range 400 { // 4 s: twice the failure timeout
+			p.now += Time(10 * time.Millisecond)
+			p.cli.Tick(p.now)
+			p.srv.Tick(p.now)
+			drainFuzz(t, p, calls, true)
+		}
+		for id, n := range calls {
+			if n != 1 {
+				t.Fatalf("call %d completed %d times", id, n)
+			}
+		}
+	})
+}

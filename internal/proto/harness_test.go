@@ -36,6 +36,12 @@ type world struct {
 	// address reaches (nil: lost): a NAT in front of a host (nat_test.go).
 	srcOf func(h *host, p uint8) netip.AddrPort
 	route func(to netip.AddrPort) *host
+	// dropStrays, if set, drops at the sender the packets addressed to no
+	// host (the answers to forged sources), counting them in strays: the
+	// simulated network keeps state per link, which a flood of forged
+	// sources would fill.
+	dropStrays bool
+	strays     int
 }
 
 type action struct {
@@ -141,6 +147,10 @@ func (w *world) flush() {
 			}
 		}
 		for _, p := range h.e.Outgoing(w.now) {
+			if w.dropStrays && w.byAddr[p.To.Addr()] == nil {
+				w.strays++
+				continue
+			}
 			w.net.Send(int64(w.now), w.source(h, p.Path), p.To, p.Head(), p.Payload)
 		}
 	}

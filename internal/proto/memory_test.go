@@ -129,7 +129,7 @@ func TestIdleSessionMemory(t *testing.T) {
 		runtime.ReadMemStats(&m)
 		return m.HeapAlloc
 	}
-	e := New(Config{Random: seedRandom(1)})
+	e := New(Config{Random: seedRandom(1), MaxHalfOpen: n}) // none confirms
 	now := Time(1000)
 	type sess struct {
 		num, tok uint32

@@ -13,14 +13,17 @@ import (
 // small struct per slot.
 type serverSide struct {
 	key       peerKey
-	credits   int    // negotiated, repeated in duplicate connect-acks
-	confirmed bool   // a packet with our token arrived: the client has the ack
-	unseen    uint64 // every request numbered this or higher is one we never saw
-	slots     []serverSlot
-	metered   bool         // a congestion-controlled client: see shareMeter
-	share     sessionShare // its request bytes, for the share mark
-	under     bool         // under its share at its latest request packet
-	probe     *pathProbe   // the challenge out to the client's new address, if any
+	credits   int  // negotiated, repeated in duplicate connect-acks
+	confirmed bool // a packet with our token arrived: the client has the ack
+	// In Engine.halfOpen: made without a cookie and not confirmed yet.
+	halfOpen           bool
+	halfPrev, halfNext *session
+	unseen             uint64 // every request numbered this or higher is one we never saw
+	slots              []serverSlot
+	metered            bool         // a congestion-controlled client: see shareMeter
+	share              sessionShare // its request bytes, for the share mark
+	under              bool         // under its share at its latest request packet
+	probe              *pathProbe   // the challenge out to the client's new address, if any
 }
 
 type sslotState uint8

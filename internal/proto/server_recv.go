@@ -97,6 +97,7 @@ func (e *Engine) sendReset(now Time, to netip.AddrPort, in *wire.Header, known *
 // A connect alone never ends a session: a forged or late one could.
 func (e *Engine) confirm(now Time, s *session) {
 	s.s.confirmed = true
+	e.halfOpen.remove(s)
 	k := s.s.key.client()
 	if old := e.byClient[k]; old != nil && old != s {
 		e.endSession(now, old, ErrSessionReset)
@@ -244,7 +245,9 @@ func (e *Engine) onCancel(s *session, h *wire.Header) {
 }
 
 // onConnect accepts a session, or answers a copy of a connect it already
-// accepted. It never touches another session (see the wire doc).
+// accepted, or under a connect flood answers statelessly with a retry
+// cookie (admitConnect). It never touches another session (see the wire
+// doc).
 func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payload []byte) {
 	var c wire.Connect
 	if err := c.Parse(payload); err != nil || h.Token == 0 {
@@ -256,15 +259,17 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	key := peerKey{addr: from, num: c.Session, token: h.Token}
 	if s := e.byPeer[key]; s != nil { // our ack was lost, or this copy is late
+		e.renewHalfOpen(now, s)
 		e.sendConnectAck(s, h)
 		return
 	}
+	proven, code, retry := e.admitConnect(now, from, h, &c)
 	switch {
-	case e.cfg.NotServing:
-		e.refuse(from, h, c.Session, wire.CodeNotServing)
+	case retry:
+		e.sendRetry(now, from, h, &c)
 		return
-	case e.serverSessions >= e.cfg.MaxSessions:
-		e.refuse(from, h, c.Session, wire.CodeTooManySessions)
+	case code != wire.CodeOK:
+		e.refuse(from, h, c.Session, code)
 		return
 	}
 	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now}
@@ -273,6 +278,9 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++
+	if !proven {
+		e.halfOpen.push(s)
+	}
 	if e.nextSweep == Never {
 		e.nextSweep = now.Add(e.cfg.IdleTimeout / 4)
 	}
@@ -284,13 +292,16 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 // sendConnectAck answers a connect with the negotiated parameters.
 func (e *Engine) sendConnectAck(s *session, in *wire.Header) {
 	h := wire.Header{Type: wire.TypeConnectAck, Session: s.remote, Token: s.peerToken, TxSeq: in.TxSeq}
+	if s.s.halfOpen {
+		h.Flags = wire.FlagConfirm
+	}
 	c := wire.Connect{Session: s.num, Window: uint16(s.window), Credits: uint16(s.s.credits),
 		MaxMsgSize: uint32(s.maxMsg), MaxData: uint16(s.dpp), Token: s.token}
-	e.emitConnect(s.peer, &h, &c)
+	e.emitConnect(s.peer, &h, &c, nil)
 }
 
 // refuse answers a connect with a refusal code.
 func (e *Engine) refuse(to netip.AddrPort, in *wire.Header, clientNum uint32, code uint8) {
 	h := wire.Header{Type: wire.TypeConnectAck, Code: code, Session: clientNum, Token: in.Token, TxSeq: in.TxSeq}
-	e.emitConnect(to, &h, &wire.Connect{})
+	e.emitConnect(to, &h, &wire.Connect{}, nil)
 }

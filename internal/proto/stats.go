@@ -6,6 +6,7 @@ type Stats struct {
 	// Gauges.
 	ClientSessions int // open or connecting
 	ServerSessions int
+	HalfOpen       int // server sessions made without a cookie and not yet confirmed (Config.MaxHalfOpen)
 	PendingCalls   int // accepted by StartCall and not yet completed
 	BusySlots      int // client slots sending, receiving or canceling
 	CreditsInUse   int // client credits held by packets in flight
@@ -28,6 +29,9 @@ type Stats struct {
 	PathChallenges  uint64 // challenges sent to a client's new address
 	Migrations      uint64 // server sessions moved to a new client address it proved
 	DropUnvalidated uint64 // packets with a live session's token from an address not yet proved
+	RetriesSent     uint64 // connects answered with a retry cookie instead of a session
+	BadCookies      uint64 // connects whose cookie was not valid (forged, expired, another client's)
+	HalfOpenReaped  uint64 // half-open sessions ended unconfirmed (HalfOpenTimeout, or for a proven connect)
 
 	// NacksLastSecond is how many NACKs the server sent in the last
 	// complete second of engine time (StatsAt only).
@@ -45,6 +49,7 @@ func (e *Engine) StatsAt(now Time) Stats {
 func (e *Engine) Stats() Stats {
 	st := e.stats
 	st.ServerSessions = e.serverSessions
+	st.HalfOpen = e.halfOpen.n
 	st.HeldRequests = e.heldReqs
 	st.HeldBytes = e.heldBytes
 	st.SavedBytes = e.savedBytes

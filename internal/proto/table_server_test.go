@@ -117,7 +117,7 @@ func (ts *tserver) respond(h ReqHandle, resp []byte) []out {
 func TestServerTable_Handshake(t *testing.T) {
 	ts := newTServer(t, Config{})
 	ts.step("duplicate connect, same token", connectPkt(tToken, tCliNum, 8),
-		[]out{{Type: wire.TypeConnectAck, Seq: 1, Len: wire.ConnectLen}})
+		[]out{{Type: wire.TypeConnectAck, Flags: wire.FlagConfirm, Seq: 1, Len: wire.ConnectLen}})
 
 	// A connect with the same client number and another token, as a forger
 	// or a late copy from an earlier incarnation would send, makes a new
@@ -153,7 +153,10 @@ func TestServerTable_Handshake(t *testing.T) {
 	checkOut(t, "bad params", decode(t, ts.e.Outgoing(ts.now), clientAddr, tCliNum+1, tToken+2),
 		[]out{{Type: wire.TypeConnectAck, Code: wire.CodeBadParams, Seq: 1, Len: wire.ConnectLen}})
 
+	// A table full of confirmed sessions refuses (a half-open one would
+	// make it answer with a retry cookie: see TestConnectCookie).
 	full := newTServer(t, Config{MaxSessions: 1})
+	full.step("confirm", full.ctl(wire.TypePing, 0, 0, 2), []out{{Type: wire.TypePong, Seq: 2}})
 	full.feed(connectPkt(tToken+3, tCliNum+2, 8))
 	checkOut(t, "too many sessions", decode(t, full.e.Outgoing(full.now), clientAddr, tCliNum+2, tToken+3),
 		[]out{{Type: wire.TypeConnectAck, Code: wire.CodeTooManySessions, Seq: 1, Len: wire.ConnectLen}})

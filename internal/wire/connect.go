@@ -5,8 +5,18 @@ import (
 	"errors"
 )
 
-// ConnectLen is the payload length of connect and connect-ack packets.
+// ConnectLen is the payload length of connect and connect-ack packets
+// without a cookie; one with a cookie is ConnectLen+CookieLen long.
 const ConnectLen = 24
+
+// CookieLen is the length of a retry cookie (see [CodeRetry]).
+const CookieLen = 8
+
+// Cookie is a retry cookie: a server under a connect flood answers a connect
+// with it instead of keeping state, and the client echoes it to prove it
+// receives at its source address. Only the server that minted it can read
+// it; to the client it is opaque.
+type Cookie [CookieLen]byte
 
 // ErrConnect is returned for a connect payload whose values are unusable.
 var ErrConnect = errors.New("wire: invalid connect parameters")
@@ -24,6 +34,11 @@ var ErrConnect = errors.New("wire: invalid connect parameters")
 //	16   4   token       connect-ack: the server session's token, which every
 //	                     later client packet carries; connect: zero
 //	20   4   reserved    zero
+//	24   8   cookie      optional (see [CodeRetry]): in a retry connect-ack,
+//	                     the cookie to echo; in a connect, the cookie echoed
+//
+// The cookie is absent (a 24-byte payload) unless a server under pressure
+// asked for it, so peers that predate it still parse every connect they get.
 type Connect struct {
 	Session    uint32
 	Window     uint16
@@ -31,9 +46,23 @@ type Connect struct {
 	MaxMsgSize uint32
 	MaxData    uint16
 	Token      uint32
+	// Cookie is valid if HasCookie: the payload was ConnectLen+CookieLen
+	// bytes long. Put leaves it out; its bytes follow the fixed part as
+	// they are (the engine sends them from where it keeps them).
+	Cookie    Cookie
+	HasCookie bool
 }
 
-// Put writes c into b[:ConnectLen].
+// Len is c's payload length: ConnectLen, plus CookieLen with a cookie.
+func (c *Connect) Len() int {
+	if c.HasCookie {
+		return ConnectLen + CookieLen
+	}
+	return ConnectLen
+}
+
+// Put writes the fixed part of c into b[:ConnectLen]; a cookie, if any, goes
+// in the CookieLen bytes after it.
 func (c *Connect) Put(b []byte) {
 	_ = b[ConnectLen-1]
 	binary.LittleEndian.PutUint32(b[0:], c.Session)
@@ -53,7 +82,12 @@ const MinConnectData = 64
 // A connect-ack that accepts a session must also carry a nonzero token; the
 // engine checks that, since a refusal carries none.
 func (c *Connect) Parse(b []byte) error {
-	if len(b) != ConnectLen {
+	switch len(b) {
+	case ConnectLen:
+		c.Cookie, c.HasCookie = Cookie{}, false
+	case ConnectLen + CookieLen:
+		c.Cookie, c.HasCookie = Cookie(b[ConnectLen:]), true
+	default:
 		return ErrLength
 	}
 	c.Session = binary.LittleEndian.Uint32(b[0:])
@@ -88,4 +122,11 @@ const (
 	// CodeNotServing refuses a connect: the endpoint serves no handlers
 	// (it only makes calls).
 	CodeNotServing
+	// CodeRetry answers a connect without accepting or refusing it: the
+	// server is under a connect flood and keeps no state for a connect
+	// until its source proves it receives there. The connect-ack carries
+	// the server's limits and a [Cookie]; the client sends its connect
+	// again with the cookie echoed, which the server accepts even under
+	// pressure (like QUIC's Retry and TCP's SYN cookies).
+	CodeRetry
 )

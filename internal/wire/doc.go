@@ -51,10 +51,27 @@
 // any other connect creates a new server session with a fresh server token,
 // returned in the [TypeConnectAck] payload ([Connect.Token]). A connect never
 // ends or changes an existing session; a forged or late one costs at most an
-// unconfirmed session that the idle sweep removes. The first packet carrying
-// the new server token confirms the session; only then does the server end
-// an older session of the same client address and session number (the
-// client restarted, or reused the number after closing it).
+// unconfirmed session, which the server reaps within a second or so and
+// whose number it bounds (below). The first packet carrying the new server
+// token confirms the session; only then does the server end an older
+// session of the same client address and session number (the client
+// restarted, or reused the number after closing it). A client with nothing
+// to send confirms at once with a ping.
+//
+// A flood of connects from forged sources must not fill the server: once
+// its unconfirmed sessions reach their bound, the server answers a connect
+// statelessly with a connect-ack coded [CodeRetry] whose payload carries
+// its limits and a [Cookie] (the payload is then ConnectLen+CookieLen
+// long): a MAC, under a secret key the server rotates, over the client's
+// address and port, session number and token and a coarse time bucket.
+// The client sends its connect again, the same but for the cookie echoed
+// at its end; a server accepts a connect with a valid cookie from the
+// current or the previous bucket even under pressure, since it proves the
+// client receives at its source address, which a forger never sees. A
+// forged connect therefore costs the server no state, only a 72-byte
+// answer to the 64-byte packet (an amplification of 9/8). A connect
+// without a cookie is 24 bytes of payload as before, so peers that never
+// meet a flood never see one.
 //
 // A server that gets a packet for a session it does not have answers with
 // [TypeReset], whose MsgSize field is a lower bound, in µs (saturating), on

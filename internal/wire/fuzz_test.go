@@ -12,8 +12,11 @@ func FuzzHeaderParse(f *testing.F) {
 	for typ := TypeReq; typ < typeEnd; typ++ {
 		h := sampleHeader()
 		h.Type = typ
-		lo, _ := typ.payloadRule()
+		lo, hi := typ.payloadRule()
 		f.Add(append(AppendHeader(nil, &h), make([]byte, lo)...))
+		if hi != lo && hi <= ConnectLen+CookieLen { // a connect with a cookie
+			f.Add(append(AppendHeader(nil, &h), make([]byte, hi)...))
+		}
 	}
 	f.Add([]byte{})
 	f.Add([]byte{Magic, Version})
@@ -33,21 +36,30 @@ func FuzzHeaderParse(f *testing.F) {
 	})
 }
 
-// FuzzConnectParse checks the connect payload parser the same way.
+// FuzzConnectParse checks the connect payload parser the same way, with
+// and without a retry cookie: a cookie is there exactly when the payload
+// has room for it, and comes back byte for byte.
 func FuzzConnectParse(f *testing.F) {
-	var b [ConnectLen]byte
+	var b [ConnectLen + CookieLen]byte
 	(&Connect{Session: 1, Window: 8, Credits: 32, MaxMsgSize: 8 << 20, MaxData: 1432, Token: 0xabcdef}).Put(b[:])
+	f.Add(b[:ConnectLen])
+	copy(b[ConnectLen:], "cookie!!")
 	f.Add(b[:])
+	f.Add(b[:ConnectLen+CookieLen-1])
 	f.Add([]byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		var c Connect
 		if err := c.Parse(p); err != nil {
 			return
 		}
-		var re [ConnectLen]byte
-		c.Put(re[:])
+		if c.Len() != len(p) || c.HasCookie != (len(p) == ConnectLen+CookieLen) {
+			t.Fatalf("a %d-byte payload parsed as %d bytes (cookie %v)", len(p), c.Len(), c.HasCookie)
+		}
+		re := make([]byte, c.Len())
+		c.Put(re)
+		copy(re[ConnectLen:], c.Cookie[:])
 		// Everything but the reserved bytes round-trips.
-		if !bytes.Equal(re[:14], p[:14]) || !bytes.Equal(re[16:20], p[16:20]) {
+		if !bytes.Equal(re[:14], p[:14]) || !bytes.Equal(re[16:20], p[16:20]) || !bytes.Equal(re[ConnectLen:], p[ConnectLen:]) {
 			t.Fatalf("re-encoding differs:\n got % x\nwant % x", re, p)
 		}
 	})

@@ -77,7 +77,7 @@ func (t Type) payloadRule() (min, max int) {
 	case TypeReq, TypeResp:
 		return 0, 1 << 16
 	case TypeConnect, TypeConnectAck:
-		return ConnectLen, ConnectLen
+		return ConnectLen, ConnectLen + CookieLen
 	}
 	return 0, 0
 }
@@ -100,6 +100,10 @@ const (
 	// gets less than its share of the request data arriving at the
 	// server: its congestion control may grow while the others cut.
 	FlagUnderShare
+	// FlagConfirm marks a connect-ack for a session the server keeps half
+	// open: it ends the session soon unless a packet carrying the new
+	// token arrives, so a client with nothing to send pings at once.
+	FlagConfirm
 )
 
 // HoldSaturated in Header.HoldMicros means "held too long to measure".

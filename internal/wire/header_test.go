@@ -73,11 +73,12 @@ func TestHeaderParseErrors(t *testing.T) {
 		{"cr with payload", valid(TypeCR, 1), ErrLength},
 		{"rfr with payload", valid(TypeRFR, 8), ErrLength},
 		{"connect short", valid(TypeConnect, ConnectLen-1), ErrLength},
-		{"connect long", valid(TypeConnectAck, ConnectLen+1), ErrLength},
+		{"connect long", valid(TypeConnectAck, ConnectLen+CookieLen+1), ErrLength},
 		{"req too long", valid(TypeReq, 1<<16+1), ErrLength},
 		{"req ok", valid(TypeReq, 1400), nil},
 		{"ping ok", valid(TypePing, 0), nil},
 		{"connect ok", valid(TypeConnect, ConnectLen), nil},
+		{"connect with a cookie ok", valid(TypeConnect, ConnectLen+CookieLen), nil},
 	}
 	for _, tt := range tests {
 		var h Header
@@ -134,6 +135,29 @@ func TestConnectRoundTrip(t *testing.T) {
 	}
 	if err := got.Parse(b[:3]); !errors.Is(err, ErrLength) {
 		t.Errorf("short connect: %v", err)
+	}
+}
+
+// TestConnectCookie: a payload CookieLen longer carries a cookie, which
+// parses back as it was put; any length but the two is refused.
+func TestConnectCookie(t *testing.T) {
+	c := Connect{Session: 77, Window: 8, Credits: 32, MaxMsgSize: 8 << 20, MaxData: 1432,
+		Cookie: Cookie{1, 2, 3, 4, 5, 6, 7, 8}, HasCookie: true}
+	b := make([]byte, c.Len())
+	c.Put(b)
+	copy(b[ConnectLen:], c.Cookie[:])
+	var got Connect
+	if err := got.Parse(b); err != nil || got != c {
+		t.Fatalf("got %+v, %v; want %+v", got, err, c)
+	}
+	// A plain connect parsed into the same struct loses the cookie.
+	if err := got.Parse(b[:ConnectLen]); err != nil || got.HasCookie || got.Cookie != (Cookie{}) {
+		t.Fatalf("without a cookie: %+v, %v", got, err)
+	}
+	for _, n := range []int{ConnectLen + 1, ConnectLen + CookieLen - 1, ConnectLen + CookieLen + 1} {
+		if err := got.Parse(append(b, make([]byte, CookieLen)...)[:n]); !errors.Is(err, ErrLength) {
+			t.Errorf("a %d-byte connect: %v", n, err)
+		}
 	}
 }
 

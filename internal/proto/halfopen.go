@@ -1,0 +1,135 @@
+package proto
+
+import (
+	"net/netip"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// halfOpenList holds the server sessions that are half open: made by a
+// connect without a cookie and not confirmed yet by a packet carrying the
+// server's token. Anyone can send a connect from any source address, so
+// these are the sessions a flood of forged connects makes; the list bounds
+// them (Config.MaxHalfOpen) and reaps them early (Config.HalfOpenTimeout).
+// It is in creation order, so its head is the next to expire, and
+// intrusive (serverSide.halfPrev/halfNext), so removing a session that
+// confirms costs nothing.
+type halfOpenList struct {
+	head, tail *session
+	n          int
+}
+
+func (l *halfOpenList) push(s *session) {
+	s.s.halfOpen = true
+	s.s.halfPrev, s.s.halfNext = l.tail, nil
+	if l.tail != nil {
+		l.tail.s.halfNext = s
+	} else {
+		l.head = s
+	}
+	l.tail = s
+	l.n++
+}
+
+func (l *halfOpenList) remove(s *session) {
+	if !s.s.halfOpen {
+		return
+	}
+	if p := s.s.halfPrev; p != nil {
+		p.s.halfNext = s.s.halfNext
+	} else {
+		l.head = s.s.halfNext
+	}
+	if n := s.s.halfNext; n != nil {
+		n.s.halfPrev = s.s.halfPrev
+	} else {
+		l.tail = s.s.halfPrev
+	}
+	s.s.halfOpen, s.s.halfPrev, s.s.halfNext = false, nil, nil
+	l.n--
+}
+
+// halfOpenDeadline is when the oldest half-open session expires, or Never.
+// A half-open session has heard nothing since its connect (any packet with
+// its token confirms it), so lastHeard is when it was made.
+func (e *Engine) halfOpenDeadline() Time {
+	if e.halfOpen.head == nil {
+		return Never
+	}
+	return e.halfOpen.head.lastHeard.Add(e.cfg.HalfOpenTimeout)
+}
+
+// reapHalfOpen ends the half-open sessions older than HalfOpenTimeout. A
+// real client confirms one round trip after the connect-ack; one that
+// has not by then is a forgery, or lost its confirmation and will hear the
+// closing reset (or a reset later) and connect again.
+func (e *Engine) reapHalfOpen(now Time) {
+	for e.halfOpen.head != nil && now >= e.halfOpenDeadline() {
+		e.endHalfOpen(now, e.halfOpen.head)
+	}
+}
+
+func (e *Engine) endHalfOpen(now Time, s *session) {
+	e.stats.HalfOpenReaped++
+	e.sendClosing(s)
+	e.endSession(now, s, ErrServerIdle)
+}
+
+// renewHalfOpen gives a half-open session whose connect came again (its
+// ack was lost) a full HalfOpenTimeout from now to be confirmed: else a
+// client whose acks were lost for a while might get one just before the
+// session is reaped. The bound is unaffected: a forger who repeats its
+// connects keeps its half-open sessions as long, and as many, as one who
+// sends new ones.
+func (e *Engine) renewHalfOpen(now Time, s *session) {
+	if s.s.halfOpen {
+		e.halfOpen.remove(s)
+		s.lastHeard = now
+		e.halfOpen.push(s)
+	}
+}
+
+// admitConnect decides what a connect that names no existing session
+// gets: a session, made half open unless the connect carried a valid
+// cookie (proven), or a refusal code, or a retry (CodeRetry), which keeps
+// no state. Under pressure (the half-open sessions at their bound, or the
+// table full) only a proven connect gets a session; if the table is full
+// it takes the place of the oldest half-open one.
+func (e *Engine) admitConnect(now Time, from netip.AddrPort, h *wire.Header, c *wire.Connect) (proven bool, code uint8, retry bool) {
+	if e.cfg.NotServing {
+		return false, wire.CodeNotServing, false
+	}
+	proven = c.HasCookie && e.cookies.valid(now, from, c.Session, h.Token, c.Cookie)
+	if c.HasCookie && !proven {
+		e.stats.BadCookies++ // from another address or client, forged, or expired: as if none
+	}
+	full := e.serverSessions >= e.cfg.MaxSessions
+	switch {
+	case full && e.halfOpen.n == 0:
+		// Every session is confirmed or proven: a real client's, which
+		// no newcomer may displace.
+		return false, wire.CodeTooManySessions, false
+	case proven:
+		if full {
+			e.endHalfOpen(now, e.halfOpen.head)
+		}
+		return true, wire.CodeOK, false
+	case full || e.halfOpen.n >= e.cfg.MaxHalfOpen:
+		return false, 0, true
+	}
+	return false, wire.CodeOK, false
+}
+
+// sendRetry answers a connect with CodeRetry: the server's limits and the
+// cookie the client must echo. Nothing of the connect is kept; the cookie
+// goes out from a per-round buffer (Engine.cookieOut), so a flood of them
+// allocates nothing once the buffer has grown.
+func (e *Engine) sendRetry(now Time, from netip.AddrPort, in *wire.Header, c *wire.Connect) {
+	ck := e.cookies.mint(now, from, c.Session, in.Token)
+	at := len(e.cookieOut)
+	e.cookieOut = append(e.cookieOut, ck[:]...)
+	h := wire.Header{Type: wire.TypeConnectAck, Code: wire.CodeRetry, Session: c.Session, Token: in.Token, TxSeq: in.TxSeq}
+	lim := offer(&e.cfg, 0, e.cfg.Window, e.cfg.Credits)
+	e.emitConnect(from, &h, &lim, e.cookieOut[at:len(e.cookieOut):len(e.cookieOut)])
+	e.stats.RetriesSent++
+}
