@@ -2,6 +2,8 @@ package erpc_test
 
 import (
 	"context"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,5 +44,57 @@ func TestKeptBackgroundContextOnLoop(t *testing.T) {
 	d := time.Since(start)
 	if erpc.CodeOf(err) != erpc.FailedPrecondition || d > time.Second {
 		t.Fatalf("a blocking Call on the loop with a background request's context: %v after %v (call: %v), want FailedPrecondition at once", err, d.Round(time.Millisecond), cerr)
+	}
+}
+
+// TestInlineHandleAnsweredFromGoroutineCalls: HandleRaw promises a handler
+// may answer "later (after nested calls, say) and from any goroutine". An
+// inline handler that gives its Request to a goroutine, which makes a
+// blocking nested Call with the request's context and answers with its
+// result, must not see that Call fail with FailedPrecondition: the
+// goroutine is not on the loop. The request's context says "on the loop"
+// for as long as the inline handler runs (runningInline), whatever
+// goroutine asks, so a goroutine that calls before the handler returned
+// is refused.
+func TestInlineHandleAnsweredFromGoroutineCalls(t *testing.T) {
+	checkLeaks(t)
+	n := newMemNet()
+	backend := n.Listen(t, serverWith(t, "Echo", echoHandler))
+	var self *erpc.Session
+	var refused, ok atomic.Int64
+	h := erpc.NewServer()
+	h.HandleRaw("Nested", func(r erpc.Request) {
+		started := make(chan struct{})
+		go func() {
+			close(started)
+			resp, err := self.Call(r.Context(), "Echo", []byte("nested"), nil)
+			if erpc.CodeOf(err) == erpc.FailedPrecondition {
+				refused.Add(1)
+			} else if err == nil {
+				ok.Add(1)
+			}
+			if err != nil {
+				r.RespondError(err)
+				return
+			}
+			r.Respond(resp)
+		}()
+		<-started // a handler that does a little more work before it returns
+		for range 50 {
+			runtime.Gosched()
+		}
+	})
+	ep := n.Listen(t, h)
+	self = dialT(t, n, ep, backend)
+	s := dialT(t, n, n.Listen(t, nil), ep)
+	var firstErr error
+	for range 200 {
+		if _, err := call(t, s, "Nested", nil); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	if refused.Load() > 0 {
+		t.Fatalf("%d of 200 nested Calls made off the loop, from a goroutine given an inline request, were refused as on the loop (%d succeeded); first error at the client: %v",
+			refused.Load(), ok.Load(), firstErr)
 	}
 }
