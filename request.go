@@ -478,10 +478,3 @@ func (ep *Endpoint) statsEnd(sh StatsHandler, now proto.Time, r *request, respBy
 	}
 	sh.CallEnd(r.stats, CallInfo{Method: r.handler.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)}, end)
 }
-
-// runningInline reports whether the request of generation gen is being
-// handled inline on its endpoint's loop right now.
-func (r *request) runningInline(gen uint32) bool {
-	s := r.state.Load()
-	return uint32(s>>32) == gen && s&phInline != 0
-}
