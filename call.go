@@ -71,7 +71,10 @@ func putCall(c *call) {
 // when ctx ends, whatever the endpoint's loop is doing. Called on the
 // endpoint's own loop (from an inline handler or a continuation), where it
 // could never complete, it fails at once with FailedPrecondition: use
-// Session.Go there, or make the handler Background.
+// Session.Go there, or make the handler Background. That is decided by
+// the goroutine that calls, not by ctx: a goroutine an inline handler
+// started may call with the request's context while the handler runs,
+// and a continuation on the loop is refused whatever context it passes.
 func (s *Session) Call(ctx context.Context, method string, req, resp []byte) ([]byte, error) {
 	id := methodID(method)
 	if icpt := s.ep.clientIntercept; icpt != nil {
@@ -111,7 +114,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(ctx)
 	}
-	if s.calledOnLoop(ctx) {
+	if s.calledOnLoop() {
 		return nil, errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()")
 	}
 	meta := false
@@ -157,23 +160,12 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	return resp, err
 }
 
-// calledOnLoop reports whether a blocking call with ctx would be made on
-// the session's endpoint's own loop: from an inline handler whose context
-// says so (one check), or, while the loop runs user code, from the loop's
-// goroutine.
-func (s *Session) calledOnLoop(ctx context.Context) bool {
-	switch v := ctx.Value(loopKey{}).(type) {
-	case *Endpoint:
-		return v == s.ep
-	case offLoop:
-		return false
-	}
-	return s.ep.onLoop()
-}
-
-// offLoop is what an erpc request's context says under loopKey when its
-// handler is not running inline: a call made with it is not on a loop.
-type offLoop struct{}
+// calledOnLoop reports whether a blocking call is being made on the
+// session's endpoint's own loop. It asks about the calling goroutine, not
+// about the call's context: a request's context may be carried anywhere
+// (to a goroutine an inline handler started, to a continuation on the
+// loop). While the loop runs no user code this is one atomic load.
+func (s *Session) calledOnLoop() bool { return s.ep.onLoop() }
 
 // Go sends req to method and returns at once; done runs on the endpoint's
 // event loop when the call completes, with the response (in resp if it

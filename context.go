@@ -13,9 +13,6 @@ import (
 // likes. The Done channel and the deadline's timer are made only when
 // someone asks for Done.
 type reqCtx struct {
-	req   *request // for Value: which loop runs this request, while it runs
-	gen   uint32
-	ep    *Endpoint
 	dl    time.Time
 	hasD  bool
 	md    Metadata
@@ -35,7 +32,7 @@ func newReqCtx(r *request) *reqCtx {
 }
 
 func (c *reqCtx) init(r *request) {
-	c.req, c.gen, c.ep, c.dl, c.hasD, c.md, c.peer, c.stats = r, r.gen(), r.ep, r.dl, r.hasDL, r.md, r.peer, r.stats
+	c.dl, c.hasD, c.md, c.peer, c.stats = r.dl, r.hasDL, r.md, r.peer, r.stats
 }
 
 // ctxSlab hands out contexts carved from arrays of 64, for the handlers
@@ -119,18 +116,8 @@ func (c *reqCtx) expireLocked() {
 	}
 }
 
-// loopKey is the context key under which an inline handler's context
-// names the endpoint whose loop runs it, while it runs: a blocking call
-// to that endpoint from there could never complete.
-type loopKey struct{}
-
 func (c *reqCtx) Value(key any) any {
 	switch key.(type) {
-	case loopKey:
-		if c.req.runningInline(c.gen) {
-			return c.ep
-		}
-		return offLoop{}
 	case incomingKey:
 		return c.md
 	case peerKey:

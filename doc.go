@@ -68,7 +68,9 @@
 // likes, with no data race: until the request is answered its accessors
 // return that request's values; from the answer on they return zero
 // values (Context a canceled one), even once the endpoint reuses the
-// request's memory for another request.
+// request's memory for another request: for at least 2^48 later requests
+// of the endpoint, and then for good (memory whose 48-bit generation would
+// wrap is retired).
 //
 // The loop waits in one of two ways: by default it polls, yielding the
 // processor, for a window after its last work, then sleeps in the Go

@@ -1,6 +1,7 @@
 package erpc
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime/debug"
@@ -74,9 +75,15 @@ func (s *Server) HandleRaw(method string, fn func(r Request), opts ...HandlerOpt
 // response may be req itself or part of it (the endpoint keeps that
 // buffer, with no copy) or any other slice, which the endpoint copies
 // before the handler's return is complete: either way the handler may
-// reuse its own memory afterwards. req is valid only until the handler
-// returns. A panic becomes an Internal error and does not stop the
-// endpoint.
+// reuse its own memory afterwards. req is the handler's to read (and
+// write) until it returns, and no longer. That holds with server
+// interceptors too, even one that returns before the handler does (a
+// timeout that runs next in a goroutine): the request is answered with
+// what the interceptor returned, and the handler, still running, reads a
+// copy of the request that the endpoint never reuses (the one cost of
+// interceptors to req: without them the handler reads the endpoint's
+// memory, with no copy). A panic becomes an Internal error and does not
+// stop the endpoint.
 func (s *Server) Handle(method string, fn func(ctx context.Context, req []byte) ([]byte, error), opts ...HandlerOption) error {
 	if fn == nil {
 		return s.HandleRaw(method, nil, opts...)
@@ -89,8 +96,11 @@ func (s *Server) Handle(method string, fn func(ctx context.Context, req []byte) 
 		if s.intercept == nil {
 			resp, err = fn(r.runContext(), r.runData())
 		} else {
+			// The interceptor may return before next does, and then the
+			// answer lets the endpoint reuse its memory while the handler
+			// still reads req: the handler gets a copy of its own.
 			var out any
-			out, err = s.intercept(r.runContext(), r.runData(), info, next)
+			out, err = s.intercept(r.runContext(), bytes.Clone(r.runData()), info, next)
 			resp, _ = out.([]byte)
 		}
 		if err != nil {

@@ -20,7 +20,14 @@ type UnaryHandler func(ctx context.Context, req any) (any, error)
 
 // UnaryServerInterceptor wraps a handler: it may inspect or change the
 // context and request, call next (or not), and inspect or change the
-// response and error.
+// response and error. It may also return before next returns (a timeout
+// that runs next in a goroutine and gives up on it, say): the request is
+// answered with what the interceptor returned, its context is canceled,
+// and what next returns later is dropped. The handler keeps its request
+// meanwhile: a Handle handler's req is a copy the endpoint never reuses
+// (made only when the server has interceptors), and a Register handler's
+// *Req was decoded into memory of its own (a codec keeps nothing of the
+// bytes it decodes); both are valid until the handler returns.
 type UnaryServerInterceptor func(ctx context.Context, req any, info *UnaryServerInfo, next UnaryHandler) (any, error)
 
 // UnaryInvoker makes the call: for Session.Call req is []byte and resp a

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,12 +16,16 @@ import (
 // Request is a request being served, as a HandleRaw handler gets it. It is
 // a small handle: copy it freely, keep it past the handler's return and
 // use it from any goroutine. Each request is answered exactly once, with
-// Respond or RespondError; from then on the handle is spent, even though
-// the endpoint reuses the memory behind it for later requests: Data,
+// Respond or RespondError; from then on the handle is spent for good, even
+// though the endpoint reuses the memory behind it for later requests: Data,
 // Method, Peer, Metadata and Deadline return zero values, Context returns
 // a canceled context, ResponseBuffer returns fresh memory, and an answer
 // returns an error. Until then they return this request's values. None of
-// this is a data race, whichever goroutine asks and whenever.
+// this is a data race, whichever goroutine asks and whenever. A handle
+// tells its request from the later ones in the same memory by a 48-bit
+// generation: a handle stays spent for at least 2^48 later requests of its
+// endpoint (9 years at a million a second), and for ever after, since
+// memory whose generation would wrap around is retired, not reused.
 //
 // Buffers: Data is the endpoint's memory, readable until the answer.
 // Respond copies the response before it returns, unless it points into
@@ -33,7 +38,7 @@ import (
 // is the one buffer they all share: write into it only to answer with it).
 type Request struct {
 	r   *request
-	gen uint32
+	gen uint64 // the request's generation: request.state>>genShift
 }
 
 // request is the pooled state behind Request handles. gen changes each
@@ -47,7 +52,7 @@ type Request struct {
 // compare-and-swap of state that fails once the handle is spent.
 type request struct {
 	ep      *Endpoint
-	state   atomic.Uint64 // gen<<32 | refs<<refShift | phase bits, see below
+	state   atomic.Uint64 // gen<<genShift | refs<<refShift | phase bits, see below
 	handler *handler
 	h       proto.ReqHandle // the engine's handle; the loop's only
 	data    []byte          // the request, in engine memory, until answered
@@ -74,7 +79,8 @@ type request struct {
 	status uint8
 }
 
-// Phase bits of request.state, below its reference count.
+// Phase bits of request.state, below its reference count (phaseBits of
+// them).
 const (
 	phAnswering = 1 << iota // a goroutine is writing the answer
 	phAnswered              // the answer is written
@@ -84,15 +90,28 @@ const (
 
 // The references to a request, counted in state: the handler's run, the
 // answer (dropped once it is sent), and a handle's while it reads the
-// request's fields (24 bits: more than goroutines can hold at once). The
-// last one recycles it.
+// request's fields. They have 12 bits, which leaves the generation 48
+// (2^48 recycles of one request are 9 years at a million a second, and a
+// request whose generation would wrap is retired). 4095 references at
+// once is more than the run, the answer and the goroutines reading one
+// request usually hold; past that, hold waits for a reader to let go (a
+// reader holds its reference for a few loads) rather than carry into the
+// generation. The last reference recycles the request.
 const (
-	refShift = 8
-	refOne   = 1 << refShift
-	refMask  = (1<<24 - 1) << refShift
+	phaseBits = 4
+	refBits   = 12
+	refShift  = phaseBits
+	refOne    = 1 << refShift
+	refMask   = (1<<refBits - 1) << refShift
+	genShift  = refShift + refBits
+	genLast   = 1<<(64-genShift) - 1 // the last generation: a request that reaches it is retired after it
 )
 
-func (r *request) gen() uint32 { return uint32(r.state.Load() >> 32) }
+// The phase bits fit in phaseBits (the constant overflows, and the build
+// fails, if a phase bit is added without making room).
+const _ uint = 1<<phaseBits - 1 - (phOutGiven<<1 - 1)
+
+func (r *request) gen() uint64 { return r.state.Load() >> genShift }
 
 // hold takes a reference to q's request, setting the phase bits set at
 // the same time, if q is still live: its generation, not recycled, and
@@ -105,8 +124,12 @@ func (q Request) hold(busy, set uint64) *request {
 	}
 	for {
 		s := r.state.Load()
-		if uint32(s>>32) != q.gen || s&refMask == 0 || s&busy != 0 {
+		if s>>genShift != q.gen || s&refMask == 0 || s&busy != 0 {
 			return nil
+		}
+		if s&refMask == refMask { // saturated: one more would carry into the generation
+			runtime.Gosched() // the readers holding it let go after a few loads
+			continue
 		}
 		if r.state.CompareAndSwap(s, (s+refOne)|set) {
 			return r
@@ -277,7 +300,7 @@ func (q Request) answer(status uint8, resp []byte, owned bool) error {
 	var s uint64
 	for {
 		s = r.state.Load()
-		if uint32(s>>32) != q.gen || s&refMask == 0 || s&spent != 0 {
+		if s>>genShift != q.gen || s&refMask == 0 || s&spent != 0 {
 			return errAnswered
 		}
 		if r.state.CompareAndSwap(s, s|phAnswering) {
@@ -339,7 +362,10 @@ func (r *request) end(err error) {
 // one recycles it: onLoop says which pool can take it without a lock, and
 // whether its response memory can go back to the engine's pool. That
 // memory does not if ResponseBuffer handed it out and the engine did not
-// take it as the answer: whoever has it may still write there.
+// take it as the answer: whoever has it may still write there. A request
+// of the last generation is retired instead: with no reference, at its
+// generation for good, every handle to it stays spent, and it goes to no
+// pool (the garbage collector takes it once no handle is left).
 func (r *request) release(onLoop bool) {
 	s := r.state.Add(^uint64(refOne - 1)) // minus refOne
 	if s&refMask != 0 {
@@ -347,7 +373,12 @@ func (r *request) release(onLoop bool) {
 	}
 	ep := r.ep
 	recycleOut := onLoop && r.out != nil && !r.outSent && s&phOutGiven == 0
-	r.state.Store(uint64(uint32(s>>32)+1) << 32) // every handle to it is spent
+	retire := s>>genShift == genLast
+	if retire {
+		r.state.Store(genLast << genShift) // no reference: every handle to it is spent
+	} else {
+		r.state.Store((s>>genShift + 1) << genShift) // every handle to it is spent
+	}
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
 	r.peer, r.dl, r.hasDL, r.md, r.stats = netip.AddrPort{}, time.Time{}, false, nil, nil
 	r.ctx.Store(nil)
@@ -356,6 +387,9 @@ func (r *request) release(onLoop bool) {
 		ep.eng.Recycle(r.out)
 	}
 	r.out, r.outSent = nil, false
+	if retire {
+		return
+	}
 	if onLoop {
 		if len(ep.loop.reqFree) < maxPooledRequests {
 			ep.loop.reqFree = append(ep.loop.reqFree, r)
@@ -477,11 +511,4 @@ func (ep *Endpoint) statsEnd(sh StatsHandler, now proto.Time, r *request, respBy
 		end.RespBytes = 0
 	}
 	sh.CallEnd(r.stats, CallInfo{Method: r.handler.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)}, end)
-}
-
-// runningInline reports whether the request of generation gen is being
-// handled inline on its endpoint's loop right now.
-func (r *request) runningInline(gen uint32) bool {
-	s := r.state.Load()
-	return uint32(s>>32) == gen && s&phInline != 0
 }

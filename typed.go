@@ -11,7 +11,9 @@ import (
 // *Req, and the *Resp it returns is encoded, with the codec the types call
 // for (see package codec; protobuf messages need codec/protocodec
 // imported). A request that does not decode is answered with
-// InvalidArgument.
+// InvalidArgument. The *Req is the handler's, decoded into memory of its
+// own: it stays valid after the answer, even when a server interceptor
+// answers before the handler returns (see UnaryServerInterceptor).
 //
 //	err := erpc.Register(srv, "Add", func(ctx context.Context, req *AddReq) (*AddResp, error) {
 //		return &AddResp{Sum: req.A + req.B}, nil
