@@ -45,6 +45,7 @@ type request struct {
 	stats   context.Context // what the StatsHandler's CallBegin returned, if any
 	start   time.Time       // when it arrived, for the StatsHandler
 	queued  time.Time       // when WithSLO's admission let it in, for its feedback
+	queue   int             // 1 + the fixed pool's queue that admitted it, until answered; 0 if none
 	badMeta bool            // its metadata block was malformed: the handler does not run
 
 	ctx      atomic.Pointer[reqCtx] // made on first Context call
@@ -255,7 +256,7 @@ func (r *request) release(onLoop bool) {
 	ep := r.ep
 	r.state.Store(uint64(r.gen()+1) << 32) // every handle to it is spent
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
-	r.peer, r.dl, r.hasDL, r.md, r.stats = netip.AddrPort{}, time.Time{}, false, nil, nil
+	r.peer, r.dl, r.hasDL, r.md, r.stats, r.queue = netip.AddrPort{}, time.Time{}, false, nil, nil, 0
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
 	if r.out != nil && onLoop {
@@ -356,6 +357,7 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	if gave {
 		hint = len(resp)
 	}
+	ep.workers.answered(r)
 	err := ep.eng.Respond(now, r.h, r.status, resp)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
 		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))
