@@ -210,6 +210,14 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 		flags = wire.FlagMetadata
 	}
 	id, err := ep.eng.StartCallFlags(now, sid, c.id, c.req, c.resp, c.deadline, flags, c)
+	if errors.Is(err, proto.ErrNoSession) && !c.resent && !c.sess.closed.Load() {
+		// The engine session ended and its down event is still queued:
+		// the call never reached it; once more on a new one.
+		c.resent = true
+		c.sess.detach(sid, err)
+		ep.startCall(now, c)
+		return
+	}
 	if err != nil {
 		ep.finishOnLoop(c, nil, ep.callError(c, err, 0, nil))
 		return
@@ -222,10 +230,12 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	c := ev.Tag.(*call)
 	c.retx += ev.Retransmits
 	switch {
-	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load():
+	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load() && !ep.eng.Alive(c.sid):
 		// The session ended (say, the server restarted) before the request
 		// reached a live server: it never ran, so sending it again on a new
 		// session keeps at-most-once. Once only, so a dead server fails it.
+		// Only if the engine session has ended: one that is still open is
+		// never forgotten (nothing would close it on either end).
 		c.resent = true
 		c.sess.detach(c.sid, ev.Err)
 		ep.startCall(now, c)

@@ -235,7 +235,9 @@ func (s *Session) onDown(now proto.Time, err error) {
 }
 
 // detach forgets engine session sid, which has ended (its down event is
-// still queued), so the next call reconnects at once.
+// still queued), so the next call reconnects at once. It must never be
+// given a session the engine still has: that one would stay open, on both
+// ends, with nothing left to close it.
 func (s *Session) detach(sid proto.SessionID, err error) {
 	if s.live && s.sid == sid {
 		delete(s.ep.loop.sessions, sid)
