@@ -109,10 +109,10 @@ func (s *Session) callStats(ctx context.Context, method string, id uint32, req, 
 // interceptor or stats; retx, if not nil, gets the call's retransmissions.
 func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, resp []byte, retx *int) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(ctx)
+		return nil, notRun(contextError(ctx))
 	}
 	if s.calledOnLoop(ctx) {
-		return nil, errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()")
+		return nil, notRun(errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()"))
 	}
 	meta := false
 	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
@@ -129,7 +129,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return nil, contextError(ctx) // the loop never saw it; it recycles c
+			return nil, notRun(contextError(ctx)) // the loop never saw it; it recycles c
 		}
 		s.ep.post(command{kind: cmdCancel, call: c})
 		// The loop reads req only when it sends, and processes queued
@@ -197,7 +197,7 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 // startCall hands a posted call to the engine (on the loop).
 func (ep *Endpoint) startCall(now proto.Time, c *call) {
 	if ep.state.Load() != stateOpen {
-		ep.finishOnLoop(c, nil, errClosed)
+		ep.finishOnLoop(c, nil, errCallClosed)
 		return
 	}
 	sid, serr := c.sess.ensure(now)

@@ -162,7 +162,9 @@ func (q Request) Respond(resp []byte) error { return q.answer(0, resp, false) }
 func (q Request) respondOwned(resp []byte) error { return q.answer(0, resp, true) }
 
 // RespondError answers the request with an error: an *Error keeps its code
-// and message; any other error becomes Unknown with its message.
+// and message; any other error becomes Unknown with its message. A
+// handler's error never says its request did not run (NotExecuted): the
+// handler did run.
 func (q Request) RespondError(err error) error {
 	if err == nil {
 		return q.answer(0, nil, false)
@@ -173,6 +175,11 @@ func (q Request) RespondError(err error) error {
 		if CodeOf(err) == DeadlineExceeded || CodeOf(err) == Canceled {
 			e.Code = CodeOf(err)
 		}
+	}
+	if details, marked := withoutNotExecuted(e.Details); marked {
+		c := *e
+		c.Details = details
+		e = &c
 	}
 	code := e.Code
 	if code == OK {
