@@ -220,6 +220,21 @@ func TestNotExecutedSessionEnds(t *testing.T) {
 		wantNotRun(t, l, "a call still queued when its session closed", "queued", <-queued, erpc.Unavailable)
 		wantMayHaveRun(t, l, "a call running when its session closed", "in flight", <-errs)
 	})
+	t.Run("never sent: the reconnect fails", func(t *testing.T) {
+		n := newMemNet()
+		l := newExecLog()
+		defer close(l.release)
+		srv := n.Listen(t, l.server(t))
+		cli := n.Listen(t, nil, erpc.WithFailureTimeout(50*time.Millisecond))
+		s := dialT(t, n, cli, srv)
+		srv.Close()
+		waitSessions(t, cli, srv, 0, 0) // told: the next call dials a server that is gone
+		_, err := call(t, s, "Work", []byte("nowhere"))
+		wantNotRun(t, l, "a call whose reconnect failed", "nowhere", err, erpc.Unavailable)
+		if !errors.Is(err, erpc.ErrUnavailable) {
+			t.Fatalf("%v does not match ErrUnavailable", err)
+		}
+	})
 	t.Run("server closed while its handler runs", func(t *testing.T) {
 		n := newMemNet()
 		l := newExecLog()
@@ -271,7 +286,8 @@ func TestNotExecutedSessionEnds(t *testing.T) {
 
 // TestNotExecutedNeverLies: calls from several goroutines while the
 // server dies, with a notice or unheard, stays down a while and comes
-// back, again and again. Every call that says it never ran did not run;
+// back, again and again, each time with a call running. Every call that
+// says it never ran did not run;
 // every success ran once; nothing ran twice. Some calls do fail with the
 // mark (the downtimes outlast the failure timeout), and some succeed.
 func TestNotExecutedNeverLies(t *testing.T) {
@@ -318,6 +334,23 @@ func TestNotExecutedNeverLies(t *testing.T) {
 	const rounds = 6
 	for round := range rounds {
 		time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
+		// One call surely runs when the server dies: its answer is lost.
+		// (It may first be refused, while the session backs off.)
+		for try := 0; ; try++ {
+			held := fmt.Sprintf("hold/%d/%d", round, try)
+			done := make(chan struct{})
+			wg.Go(func() {
+				defer close(done)
+				_, err := call(t, s, "Hold", []byte(held))
+				mu.Lock()
+				outcomes = append(outcomes, outcome{held, err})
+				mu.Unlock()
+			})
+			if waitStarted(l, held, done) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
 		unheard := rng.IntN(2) == 0
 		if unheard {
 			n.net.SetLink(srv.ep.Addr(), cli.Addr(), memnet.LinkConfig{Down: true})
@@ -358,6 +391,22 @@ func TestNotExecutedNeverLies(t *testing.T) {
 	t.Logf("%d calls: %d succeeded, %d never ran, %d may have run", len(outcomes), ok, notRun, other)
 	if ok == 0 || notRun == 0 || other == 0 {
 		t.Fatalf("%d succeeded, %d never ran, %d may have run: the test did not attack all three", ok, notRun, other)
+	}
+}
+
+// waitStarted waits until Hold runs req, or done closes first (the call
+// failed before it ran) and reports which. It skips an earlier Hold's
+// start.
+func waitStarted(l *execLog, req string, done <-chan struct{}) bool {
+	for {
+		select {
+		case got := <-l.started:
+			if got == req {
+				return true
+			}
+		case <-done:
+			return false
+		}
 	}
 }
 
