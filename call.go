@@ -112,10 +112,10 @@ func (s *Session) callStats(ctx context.Context, method string, id uint32, req, 
 // interceptor or stats; retx, if not nil, gets the call's retransmissions.
 func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, resp []byte, retx *int) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(ctx)
+		return nil, notRun(contextError(ctx))
 	}
 	if s.calledOnLoop() {
-		return nil, errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()")
+		return nil, notRun(errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()"))
 	}
 	meta := false
 	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
@@ -132,7 +132,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return nil, contextError(ctx) // the loop never saw it; it recycles c
+			return nil, notRun(contextError(ctx)) // the loop never saw it; it recycles c
 		}
 		s.ep.post(command{kind: cmdCancel, call: c})
 		// The loop reads req only when it sends, and processes queued
@@ -189,7 +189,7 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 // startCall hands a posted call to the engine (on the loop).
 func (ep *Endpoint) startCall(now proto.Time, c *call) {
 	if ep.state.Load() != stateOpen {
-		ep.finishOnLoop(c, nil, errClosed)
+		ep.finishOnLoop(c, nil, errCallClosed)
 		return
 	}
 	sid, serr := c.sess.ensure(now)
@@ -202,6 +202,14 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 		flags = wire.FlagMetadata
 	}
 	id, err := ep.eng.StartCallFlags(now, sid, c.id, c.req, c.resp, c.deadline, flags, c)
+	if errors.Is(err, proto.ErrNoSession) && !c.resent && !c.sess.closed.Load() {
+		// The engine session ended and its down event is still queued:
+		// the call never reached it; once more on a new one.
+		c.resent = true
+		c.sess.detach(sid, err)
+		ep.startCall(now, c)
+		return
+	}
 	if err != nil {
 		ep.finishOnLoop(c, nil, ep.callError(c, err, 0, nil))
 		return
@@ -214,10 +222,12 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	c := ev.Tag.(*call)
 	c.retx += ev.Retransmits
 	switch {
-	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load():
+	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load() && !ep.eng.Alive(c.sid):
 		// The session ended (say, the server restarted) before the request
 		// reached a live server: it never ran, so sending it again on a new
 		// session keeps at-most-once. Once only, so a dead server fails it.
+		// Only if the engine session has ended: one that is still open is
+		// never forgotten (nothing would close it on either end).
 		c.resent = true
 		c.sess.detach(c.sid, ev.Err)
 		ep.startCall(now, c)

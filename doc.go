@@ -91,7 +91,10 @@
 // closed gives Unavailable within the failure timeout (WithFailureTimeout).
 // A full server gives ResourceExhausted at once; a message over the
 // session's limit, InvalidArgument with both sizes; a method the server
-// does not have, Unimplemented with its name.
+// does not have, Unimplemented with its name. NotExecuted (errors.Is with
+// ErrNotExecuted) tells a failure that provably never ran from one that
+// may have (see Delivery). A refusal of one call, by the server or
+// locally, leaves its session up for the next.
 //
 // # Delivery
 //
@@ -100,10 +103,15 @@
 // earlier incarnation, and a client whose address changes mid-call never
 // run a handler twice (each end of a session picks a random token; every
 // packet carries its destination's; a server moves a session to a client's
-// new address only once the client answers a challenge sent there). A call
-// that fails with Unavailable may or may not have run; erpc does not retry
-// it, except when the server's reset proves the request never reached a
-// live session.
+// new address only once the client answers a challenge sent there). A
+// failed call may or may not have run, unless NotExecuted(err) says it
+// provably did not: the server refused it before running it (full,
+// shutting down, no such method, too large), it was never sent, or its
+// session ended before it reached a live server session (the server's
+// reset or closing notice proves it). erpc retries only the last kind,
+// once, on a new session; every other failure, and every call that may
+// have run, is the caller's to retry or not, and NotExecuted says when
+// that is safe.
 //
 // # Limitations
 //

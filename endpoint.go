@@ -343,8 +343,12 @@ func (ep *Endpoint) Stats() Stats {
 	}
 }
 
-// errClosed is the error of calls on a closed endpoint.
-var errClosed = &Error{Code: Unavailable, Msg: "endpoint closed", Cause: transport.ErrClosed}
+// errClosed is the error of calls on a closed endpoint; errCallClosed,
+// of a call the closed endpoint never sent (NotExecuted).
+var (
+	errClosed     = &Error{Code: Unavailable, Msg: "endpoint closed", Cause: transport.ErrClosed}
+	errCallClosed = notRunCopy(errClosed)
+)
 
 // errOnLoop is the error of a blocking call made on the endpoint's own
 // loop, which could never complete.

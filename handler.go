@@ -127,18 +127,19 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 	switch {
 	case hd == nil:
 		// The client names the method in its error: it knows the name.
+		// Refusals say the request never ran (see NotExecuted).
 		ep.statsRefused(h, "", errUnknownMethod)
-		_ = ep.eng.Respond(now, h, uint8(Unimplemented), nil)
+		_ = ep.eng.Respond(now, h, uint8(Unimplemented), refusalPayload(&Error{}))
 		return
 	case ep.state.Load() != stateOpen:
 		ep.statsRefused(h, hd.name, errShuttingDown)
-		_ = ep.eng.Respond(now, h, uint8(Unavailable), []byte(errShuttingDown.Msg))
+		_ = ep.eng.Respond(now, h, uint8(Unavailable), refusalPayload(errShuttingDown))
 		return
 	}
 	r := ep.newRequest(now, h, hd)
 	q := Request{r: r, gen: r.gen()}
 	if r.badMeta { // the handler never sees a request it cannot read
-		q.RespondError(Errorf(InvalidArgument, "malformed request metadata"))
+		_ = q.answer(uint8(InvalidArgument), refusalPayload(errBadMetadata), true)
 		r.release(true)
 		return
 	}

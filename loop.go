@@ -396,7 +396,7 @@ func (ep *Endpoint) stop(now proto.Time) {
 func (ep *Endpoint) failCommand(c command) {
 	switch c.kind {
 	case cmdCall:
-		c.call.finish(nil, errClosed)
+		c.call.finish(nil, errCallClosed)
 	case cmdDial:
 		c.sess.onDown(0, errClosed)
 	case cmdRespond:

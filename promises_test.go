@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -270,11 +269,15 @@ func runPromises(t *testing.T, seed uint64) {
 	rebinds, _ := gw.counts()
 	st := net.Stats()
 	counts := map[erpc.Code]int{}
+	neverRan := 0
 	for _, o := range outcomes {
 		counts[erpc.CodeOf(o.err)]++
+		if erpc.NotExecuted(o.err) {
+			neverRan++
+		}
 	}
-	t.Logf("seed %d: %d calls %v; %d server incarnations, %d rebinds, SLO %v (%v); net %+v; race losers %d, kept reads %d (spent %d)",
-		seed, len(outcomes), counts, incarnations, rebinds, withSLO, slo, st, l.lost.Load(), l.keptRead.Load(), l.spent.Load())
+	t.Logf("seed %d: %d calls %v, %d proven never run; %d server incarnations, %d rebinds, SLO %v (%v); net %+v; race losers %d, kept reads %d (spent %d)",
+		seed, len(outcomes), counts, neverRan, incarnations, rebinds, withSLO, slo, st, l.lost.Load(), l.keptRead.Load(), l.spent.Load())
 	// Every attack happened.
 	switch {
 	case incarnations < 2:
@@ -285,6 +288,8 @@ func runPromises(t *testing.T, seed uint64) {
 		t.Errorf("the network neither lost, duplicated nor reordered: %+v", st)
 	case counts[erpc.OK] == 0:
 		t.Errorf("no call succeeded")
+	case neverRan == 0:
+		t.Errorf("no failure was proven never run")
 	case counts[erpc.InvalidArgument] == 0:
 		t.Errorf("no oversize call was refused")
 	case counts[erpc.DeadlineExceeded] == 0:
@@ -361,7 +366,7 @@ func checkPromiseOutcomes(t *testing.T, l *ledger, outcomes []promiseOutcome) {
 		case code == erpc.Unknown || code == erpc.Internal:
 			report("call %d (%s): %v", o.id, o.method, o.err)
 		}
-		if errors.Is(o.err, errNeverRan) && runs != 0 {
+		if erpc.NotExecuted(o.err) && runs != 0 {
 			report("call %d (%s) failed as never run (%v) but ran %d times", o.id, o.method, o.err, runs)
 		}
 	}
@@ -388,5 +393,3 @@ func checkRaceWinner(l *ledger, o promiseOutcome, report func(string, ...any)) {
 		report("race call %d: the client got other bytes than the winning answer (goroutine %d)", o.id, g)
 	}
 }
-
-var errNeverRan = errors.New("TEMP: replaced by erpc.NotExecuted")

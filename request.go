@@ -63,6 +63,7 @@ type request struct {
 	stats   context.Context // what the StatsHandler's CallBegin returned, if any
 	start   time.Time       // when it arrived, for the StatsHandler
 	queued  time.Time       // when WithSLO's admission let it in, for its feedback
+	queue   int             // 1 + the fixed pool's queue that admitted it, until answered; 0 if none
 	badMeta bool            // its metadata block was malformed: the handler does not run
 	// out is response memory from the engine's pool, handed out by
 	// ResponseBuffer once (phOutGiven) or, if not, where the answer is
@@ -267,7 +268,9 @@ func (q Request) Respond(resp []byte) error { return q.answer(0, resp, false) }
 func (q Request) respondOwned(resp []byte) error { return q.answer(0, resp, true) }
 
 // RespondError answers the request with an error: an *Error keeps its code
-// and message; any other error becomes Unknown with its message.
+// and message; any other error becomes Unknown with its message. A
+// handler's error never says its request did not run (NotExecuted): the
+// handler did run.
 func (q Request) RespondError(err error) error {
 	if err == nil {
 		return q.answer(0, nil, false)
@@ -278,6 +281,11 @@ func (q Request) RespondError(err error) error {
 		if CodeOf(err) == DeadlineExceeded || CodeOf(err) == Canceled {
 			e.Code = CodeOf(err)
 		}
+	}
+	if details, marked := withoutNotExecuted(e.Details); marked {
+		c := *e
+		c.Details = details
+		e = &c
 	}
 	code := e.Code
 	if code == OK {
@@ -380,7 +388,7 @@ func (r *request) release(onLoop bool) {
 		r.state.Store((s>>genShift + 1) << genShift) // every handle to it is spent
 	}
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
-	r.peer, r.dl, r.hasDL, r.md, r.stats = netip.AddrPort{}, time.Time{}, false, nil, nil
+	r.peer, r.dl, r.hasDL, r.md, r.stats, r.queue = netip.AddrPort{}, time.Time{}, false, nil, nil, 0
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
 	if recycleOut {
@@ -484,6 +492,7 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	if r.status == 0 && !proto.Within(resp, r.data) {
 		hint = len(resp) // response memory, not an echo
 	}
+	ep.workers.answered(r)
 	err := ep.eng.Respond(now, r.h, r.status, resp)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
 		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))

@@ -19,7 +19,13 @@ import (
 // A session survives server restarts: when its server fails or restarts,
 // the calls in flight fail with Unavailable (they may or may not have run;
 // erpc never runs a request twice, so it does not retry them), and the next
-// call reconnects, backing off with jitter after repeated failures.
+// call reconnects, backing off with jitter after repeated failures. The
+// one exception is a call the session's end proves never ran (not yet
+// sent, or sent only after the server had lost the session, say): it is
+// sent once more, on a new session, and if that fails the same way its
+// error satisfies NotExecuted. Nothing else is ever sent again, a call
+// the server refused (ResourceExhausted) included: NotExecuted tells the
+// caller which failures it may retry, here or elsewhere.
 type Session struct {
 	ep           *Endpoint
 	target       string
@@ -91,14 +97,16 @@ func (s *Session) ensure(now proto.Time) (proto.SessionID, *Error) {
 		return 0, errSessionClosed
 	case s.live:
 		return s.sid, nil
-	case now < s.nextAttempt:
-		return 0, &Error{Code: Unavailable, Msg: "reconnecting after failure: " + s.lastErr.Error(), Cause: s.lastErr}
+	case now < s.nextAttempt: // the call never leaves: NotExecuted
+		return 0, notRun(&Error{Code: Unavailable, Msg: "reconnecting after failure: " + s.lastErr.Error(), Cause: s.lastErr})
 	}
 	s.connect(now)
 	return s.sid, nil
 }
 
-var errSessionClosed = &Error{Code: Unavailable, Msg: "session closed", Cause: proto.ErrSessionClosed}
+// errSessionClosed is the error of a call made on a closed session: it
+// never left (NotExecuted).
+var errSessionClosed = notRun(&Error{Code: Unavailable, Msg: "session closed", Cause: proto.ErrSessionClosed})
 
 func (s *Session) onUp() {
 	s.failures = 0
@@ -132,7 +140,9 @@ func (s *Session) onDown(now proto.Time, err error) {
 }
 
 // detach forgets engine session sid, which has ended (its down event is
-// still queued), so the next call reconnects at once.
+// still queued), so the next call reconnects at once. It must never be
+// given a session the engine still has: that one would stay open, on both
+// ends, with nothing left to close it.
 func (s *Session) detach(sid proto.SessionID, err error) {
 	if s.live && s.sid == sid {
 		delete(s.ep.loop.sessions, sid)

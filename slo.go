@@ -62,6 +62,11 @@ func WithDispatch(d Dispatch) Option {
 // bound settles where about one admitted request in a hundred is late.
 // The target is the server's share of the caller's SLO: what the network
 // and the caller add comes on top of it.
+// The bound is on waiting only: a request that finds a worker free (fewer
+// requests admitted and unanswered than workers) is always admitted, even
+// with the mean at or above the target, so a slow phase or a slow first
+// request never locks the pool out, and the measured mean keeps following
+// the handlers.
 // Inline handlers have no queue of their own and are not bounded by it.
 func WithSLO(target, meanService time.Duration) Option {
 	return func(o *options) { o.slo, o.sloMean, o.fixedPool = target, meanService, true }
@@ -117,7 +122,15 @@ func (a *admission) maxQueued() int {
 	return int(max(1, bound*a.scale.Load()/scaleOne))
 }
 
-func (a *admission) ok(queued int) bool { return queued < a.maxQueued() }
+// ok reports whether a request may join a queue in which queued requests
+// wait and inService are admitted and not yet answered. While fewer than
+// the queue's workers are in service, one of them is free and takes the
+// request at once: it is always admitted, even when the mean leaves no
+// room for waiting (target at or below it), so that the pool keeps
+// serving and measuring and the bound recovers when the mean drops.
+func (a *admission) ok(queued, inService int) bool {
+	return inService < a.workers || queued < a.maxQueued()
+}
 
 // observe takes a handler's run time and its request's time since
 // admission. The run folds into the mean (if measured: an exponentially

@@ -2,6 +2,7 @@ package erpc
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -34,7 +35,7 @@ func TestAdmissionBound(t *testing.T) {
 func TestAdmissionMeasuresMean(t *testing.T) {
 	var a admission
 	a.init(10*time.Millisecond, 0, 2, false)
-	if a.fixed || !a.ok(1000) {
+	if a.fixed || !a.ok(1000, 2) {
 		t.Fatal("with no measure yet it must measure and admit")
 	}
 	for range 500 {
@@ -102,5 +103,41 @@ func TestAdmissionFeedback(t *testing.T) {
 	}
 	if frac := float64(late) / (n / 2); frac < 0.005 || frac > 0.02 {
 		t.Fatalf("late fraction at equilibrium %.4f, want about 0.01 (bound %d)", frac, a.maxQueued())
+	}
+}
+
+// TestAdmissionFreeWorkerRecovers: for random targets, given means (at,
+// below or above the target) or measured ones, and slow phases of any
+// length, a request that finds a worker free is admitted; and once the
+// slow phase ends, timely runs bring a measured bound back above zero.
+func TestAdmissionFreeWorkerRecovers(t *testing.T) {
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 3))
+	for range 2000 {
+		target := time.Duration(1+rng.Int64N(int64(20*time.Millisecond))) + time.Microsecond
+		var mean time.Duration
+		if rng.IntN(2) == 0 {
+			mean = time.Duration(rng.Int64N(int64(4 * target)))
+		}
+		workers := 1 + rng.IntN(8)
+		var a admission
+		a.init(target, mean, workers, rng.IntN(2) == 0)
+		for range rng.IntN(64) { // the slow phase
+			run := target + time.Duration(rng.Int64N(int64(10*target)))
+			a.observe(run, run)
+			if free := rng.IntN(a.workers); !a.ok(rng.IntN(4096), free) {
+				t.Fatalf("target %v mean %v: refused with %d of %d workers in service", target, mean, free, a.workers)
+			}
+		}
+		if mean != 0 {
+			continue
+		}
+		for range 1000 { // a tenth of the target each: the mean decays
+			a.observe(target/10, target/10)
+		}
+		if got := a.maxQueued(); got < 1 {
+			t.Fatalf("target %v: after the slow phase maxQueued = %d, want at least 1", target, got)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package erpc_test
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,5 +169,58 @@ func TestSLOQueueRefusesAtOnce(t *testing.T) {
 			t.Fatalf("NacksLastSecond = %d, want 1 in the second after the refusal", srv.Stats().NacksLastSecond)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSLONeverLocksOut: whatever the target and whatever the first
+// requests cost, a request that finds a worker free is admitted. Each
+// round draws a target, a given mean (often at or above the target) or
+// none (measured), a pool, and a slow phase of one to three requests
+// that take one to four targets; then it calls one request at a time, so
+// that every request arrives with every worker free. On the old bound
+// (0 once the mean reached the target) the server refused every request
+// from then on, and since it admitted nothing, the mean never moved.
+func TestSLONeverLocksOut(t *testing.T) {
+	checkLeaks(t)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(uint64(seed), 7))
+	const rounds, calls = 8, 12
+	for round := range rounds {
+		target := time.Duration(1+rng.IntN(8)) * time.Millisecond
+		var mean time.Duration // 0: measured
+		if rng.IntN(3) > 0 {
+			mean = target/2 + time.Duration(rng.Int64N(int64(3*target))) // from half to 3.5 targets
+		}
+		workers := 1 + rng.IntN(3)
+		dispatch := erpc.Dispatch(rng.IntN(2))
+		slow := 1 + rng.IntN(3)
+		var ran, slowRan atomic.Int32
+		slowFor := make([]time.Duration, slow)
+		for i := range slowFor {
+			slowFor[i] = target + time.Duration(rng.Int64N(int64(3*target)))
+		}
+		n := newMemNet()
+		srv := n.Listen(t, serverWith(t, "Work", func(_ context.Context, req []byte) ([]byte, error) {
+			if i := int(ran.Add(1)) - 1; i < slow {
+				slowRan.Add(1)
+				time.Sleep(slowFor[i])
+			}
+			return req, nil
+		}, erpc.Background()), erpc.WithWorkers(workers), erpc.WithDispatch(dispatch), erpc.WithSLO(target, mean))
+		s := dialT(t, n, n.Listen(t, nil), srv)
+		for i := range calls {
+			if _, err := call(t, s, "Work", []byte("x")); err != nil {
+				t.Fatalf("round %d (target %v, mean %v, %d workers, %v, slow %v): call %d with every worker free: %v",
+					round, target, mean, workers, dispatch, slowFor, i, err)
+			}
+		}
+		if got := slowRan.Load(); got != int32(slow) {
+			t.Fatalf("round %d: %d slow requests ran, want %d", round, got, slow)
+		}
+		if st := srv.Stats(); st.NacksSent != 0 {
+			t.Fatalf("round %d: %d requests refused with every worker free", round, st.NacksSent)
+		}
+		s.Close()
 	}
 }

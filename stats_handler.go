@@ -97,6 +97,7 @@ var (
 	errUnknownMethod = &Error{Code: Unimplemented, Msg: "no such method"}
 	errShuttingDown  = &Error{Code: Unavailable, Msg: "server shutting down"}
 	errQueueFull     = &Error{Code: ResourceExhausted, Msg: "server queue full"}
+	errBadMetadata   = &Error{Code: InvalidArgument, Msg: "malformed request metadata"}
 )
 
 // statsRefused tells the StatsHandler, if any, of a request refused before

@@ -118,8 +118,23 @@ func CodeOf(err error) Code {
 	return Unknown
 }
 
-// engineError turns an engine failure into a status error.
+// engineError turns an engine failure into a status error, marked if it
+// proves the call never ran (see NotExecuted).
 func engineError(err error) *Error {
+	e := engineStatus(err)
+	var size *proto.SizeError
+	switch {
+	case errors.Is(err, proto.ErrNotExecuted), // the session ended before the request reached it
+		errors.Is(err, proto.ErrOverloaded),   // a NACK: refused, never run
+		errors.As(err, &size) && size.Request, // refused as too large, here or by the server
+		errors.Is(err, proto.ErrNoSession):    // never handed to a session
+		notRun(e)
+	}
+	return e
+}
+
+// engineStatus is the status error of an engine failure.
+func engineStatus(err error) *Error {
 	var size *proto.SizeError
 	switch {
 	case errors.As(err, &size):
@@ -146,15 +161,22 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 	}
 	code := Code(status)
 	msgText, details := decodeErrorPayload(msg)
+	details, refused := withoutNotExecuted(details) // the server refused it before it ran
+	var e *Error
 	switch {
-	case code == Unimplemented && len(msg) == 0:
-		return &Error{Code: code, Msg: fmt.Sprintf("the server at %s has no method %q", c.sess.target, c.method)}
+	case code == Unimplemented && msgText == "":
+		e = &Error{Code: code, Msg: fmt.Sprintf("the server at %s has no method %q", c.sess.target, c.method), Details: details}
 	case code == DeadlineExceeded: // the server's handler saw the deadline pass first
-		return &Error{Code: code, Msg: msgText, Cause: context.DeadlineExceeded, Details: details}
+		e = &Error{Code: code, Msg: msgText, Cause: context.DeadlineExceeded, Details: details}
 	case code == Canceled:
-		return &Error{Code: code, Msg: msgText, Cause: context.Canceled, Details: details}
+		e = &Error{Code: code, Msg: msgText, Cause: context.Canceled, Details: details}
+	default:
+		e = &Error{Code: code, Msg: msgText, Details: details}
 	}
-	return &Error{Code: code, Msg: msgText, Details: details}
+	if refused {
+		notRun(e)
+	}
+	return e
 }
 
 // An error's answer is its message, or, when it has details (or a message

@@ -49,7 +49,8 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 		run: func(r Request) {
 			req := new(Req)
 			if err := reqCodec.Unmarshal(r.runData(), req); err != nil {
-				r.RespondError(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err))
+				// fn never sees it: a refusal (NotExecuted)
+				_ = r.answer(uint8(InvalidArgument), refusalPayload(Errorf(InvalidArgument, "decode the %s request of %q: %v", reqCodec.Name(), method, err)), true)
 				return
 			}
 			var resp *Resp
@@ -99,10 +100,10 @@ func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *
 	if reqCodec == nil {
 		var err error
 		if reqCodec, err = codec.For(any(req)); err != nil {
-			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: request type: %v", method, err), Cause: err}
+			return nil, notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: request type: %v", method, err), Cause: err})
 		}
 		if respCodec, err = codec.For(any(resp)); err != nil {
-			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: response type: %v", method, err), Cause: err}
+			return nil, notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: response type: %v", method, err), Cause: err})
 		}
 	}
 	m := typedMethodOf(method, reqCodec, req, respCodec, resp)
@@ -114,7 +115,7 @@ func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *
 	}
 	b, err := reqCodec.Marshal(nil, req)
 	if err != nil {
-		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
+		return nil, notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err})
 	}
 	if err := s.invokeRaw(ctx, m, b, resp, respCodec); err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func (s *Session) invokeIntercepted(ctx context.Context, icpt UnaryClientInterce
 	return icpt(ctx, m.name, req, resp, s, func(ctx context.Context, method string, rq, rs any) error {
 		b, err := reqCodec.Marshal(nil, rq)
 		if err != nil {
-			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err}
+			return notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err})
 		}
 		return s.invokeRaw(ctx, m, b, rs, respCodec)
 	})

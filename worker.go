@@ -23,16 +23,20 @@ import (
 //
 // WithSLO bounds the queues by the latency target instead of by count.
 type workerPool struct {
-	ep      *Endpoint
-	fixed   bool
-	q       chan Request   // elastic hand-off, or the shared queue
-	qs      []chan Request // DispatchHash: one queue per worker
-	admit   admission
-	busy    atomic.Int32 // handlers running or queued
-	mu      sync.Mutex
-	stopped bool
-	wg      sync.WaitGroup
-	gids    sync.Map // goroutine IDs of the workers, for isWorker
+	ep    *Endpoint
+	fixed bool
+	q     chan Request   // elastic hand-off, or the shared queue
+	qs    []chan Request // DispatchHash: one queue per worker
+	admit admission
+	busy  atomic.Int32 // handlers running or queued
+	// inService counts, per queue, the requests admitted and not yet
+	// answered; the loop owns it (enqueue and sendAnswer run there).
+	// Fewer than the queue's workers means one of them is free.
+	inService []int
+	mu        sync.Mutex
+	stopped   bool
+	wg        sync.WaitGroup
+	gids      sync.Map // goroutine IDs of the workers, for isWorker
 }
 
 // workerIdle is how long an elastic worker waits for work before it exits.
@@ -49,6 +53,7 @@ func newWorkerPool(ep *Endpoint, o *options) *workerPool {
 	p.admit.init(o.slo, o.sloMean, n, o.dispatch == DispatchHash)
 	if o.dispatch == DispatchHash {
 		depth := max(1, (o.queue+n-1)/n)
+		p.inService = make([]int, n)
 		p.qs = make([]chan Request, n)
 		for i := range p.qs {
 			p.qs[i] = make(chan Request, depth)
@@ -56,6 +61,7 @@ func newWorkerPool(ep *Endpoint, o *options) *workerPool {
 		}
 		return p
 	}
+	p.inService = make([]int, 1)
 	p.q = make(chan Request, o.queue)
 	for range n {
 		p.wg.Go(func() { p.fixedWorker(p.q) })
@@ -83,13 +89,18 @@ func (p *workerPool) submit(q Request) bool {
 }
 
 // enqueue puts q on its queue if the queue has room for it: by count, and
-// by the latency target if there is one.
+// by the latency target if there is one. A request that finds one of its
+// queue's workers free is always admitted, whatever the target says: it
+// starts at once, so it waits behind nothing, and its run keeps the
+// measured mean up to date (a bound of 0 that refused it would never be
+// measured again).
 func (p *workerPool) enqueue(q Request) bool {
-	ch := p.q
+	ch, i := p.q, 0
 	if p.qs != nil {
-		ch = p.qs[uint32(q.r.h.Session())%uint32(len(p.qs))]
+		i = int(uint32(q.r.h.Session()) % uint32(len(p.qs)))
+		ch = p.qs[i]
 	}
-	if !p.admit.ok(len(ch)) {
+	if !p.admit.ok(len(ch), p.inService[i]) {
 		return false
 	}
 	if p.admit.target > 0 {
@@ -98,10 +109,21 @@ func (p *workerPool) enqueue(q Request) bool {
 	p.busy.Add(1)
 	select {
 	case ch <- q:
+		p.inService[i]++
+		q.r.queue = i + 1
 		return true
 	default:
 		p.busy.Add(-1)
 		return false
+	}
+}
+
+// answered notes that r, which enqueue admitted, has its answer: its
+// worker is free for the next request (on the loop).
+func (p *workerPool) answered(r *request) {
+	if r.queue > 0 {
+		p.inService[r.queue-1]--
+		r.queue = 0
 	}
 }
 

@@ -378,6 +378,10 @@ func (e *Engine) Close(now Time, id SessionID) error {
 	return nil
 }
 
+// Alive reports whether session id is still open (or connecting): it has
+// not ended, even if its EventSessionDown is still queued.
+func (e *Engine) Alive(id SessionID) bool { return e.session(id) != nil }
+
 // CloseAll closes every session, as Close does each: the engine is left
 // empty, with every call completed and every request orphaned.
 func (e *Engine) CloseAll(now Time) {

@@ -1,7 +1,6 @@
 package proto
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/wire"
@@ -77,8 +76,11 @@ func (e *Engine) startSlot(s *session, i int, c call) {
 	sl := &s.c.slots[i]
 	sl.call = c
 	if len(c.req) > s.maxMsg { // the server accepts less than we thought
+		// A refusal of this call alone, as StartCall's: the session
+		// goes on. Not ErrNotExecuted, which says the session ended
+		// (and another would refuse the call too).
 		sl.state = cslotActive
-		e.completeSlot(s, i, nil, 0, fmt.Errorf("%w: %w", ErrNotExecuted, &SizeError{Size: len(c.req), Max: s.maxMsg, Request: true}))
+		e.completeSlot(s, i, nil, 0, &SizeError{Size: len(c.req), Max: s.maxMsg, Request: true})
 		return
 	}
 	sl.state = cslotActive

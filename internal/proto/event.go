@@ -47,7 +47,9 @@ var (
 	// ErrNotExecuted wraps the session's error for calls that provably
 	// never ran: still in the backlog, never sent, or sent only after the
 	// server's session had ended (a reset says since when). They are safe
-	// to send again on a new session.
+	// to send again on a new session. It comes only with the session's
+	// end: a refusal of one call (a NACK, a request over the session's
+	// limit) leaves the session open and does not carry it.
 	ErrNotExecuted = errors.New("the request never reached a live server")
 )
 
