@@ -302,7 +302,8 @@ func TestDialContextEndedDuringLookup(t *testing.T) {
 	}
 }
 
-// deafResolver ignores its context: it answers when released.
+// deafResolver ignores its context: it answers when released, or after
+// 2 s.
 type deafResolver struct {
 	release  chan struct{}
 	addrs    []netip.Addr
@@ -312,7 +313,10 @@ type deafResolver struct {
 
 func (r *deafResolver) LookupNetIP(_ context.Context, network, host string) ([]netip.Addr, error) {
 	r.calls.Add(1)
-	<-r.release
+	select {
+	case <-r.release:
+	case <-time.After(2 * time.Second):
+	}
 	r.returned.Store(true)
 	return r.addrs, nil
 }
