@@ -32,13 +32,7 @@ const attemptDelay = 250 * time.Millisecond
 //
 // A UDP host is an IPv4 or IPv6 address ("127.0.0.1", "[::1]", or an
 // IPv4-mapped one, "[::ffff:127.0.0.1]", which is the IPv4 address) or a
-// name, looked up with ctx (WithResolver). As in package net, the
-// unspecified address means this host: "0.0.0.0" (or "[::ffff:0:0]") is
-// dialed at 127.0.0.1 and "[::]" at ::1. A zone ("[::1%lo]") on an
-// address that is not link-local means nothing and is dropped; IPv6
-// link-local addresses (fe80::/10, which need their zone) are not
-// supported and fail at once with InvalidArgument.
-// A name's addresses are tried in
+// name, looked up with ctx (WithResolver). A name's addresses are tried in
 // the order the resolver gives them, which for DNS is the standard
 // library's preference (RFC 6724): the next starts when one fails, or
 // after 250 ms without an answer while the earlier ones go on; the first
@@ -46,8 +40,15 @@ const attemptDelay = 250 * time.Millisecond
 // from a socket bound to an IPv4 address, and the other way round) fail
 // at once. When none accepts, the error lists each address tried and why
 // it failed. Session.Addr is the address that accepted. When ctx ends,
-// Dial returns at once (even if the resolver ignores ctx), and sends
+// Dial returns at once, even if the resolver ignores ctx, and sends
 // nothing more.
+//
+// As in package net, the unspecified address means this host: "0.0.0.0"
+// (or "[::ffff:0:0]") is dialed at 127.0.0.1 and "[::]" at ::1. A zone
+// ("[::1%lo]") on an address that is not link-local means nothing and is
+// dropped. IPv6 link-local addresses (fe80::/10), which need their zone,
+// are not supported: they fail at once with InvalidArgument, before
+// anything is sent.
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	if ep.onLoop() {
 		return nil, errOnLoop("Dial", "dial before serving, from a Background handler, or from another goroutine")

@@ -103,7 +103,7 @@ func (ep *Endpoint) reaches(a netip.Addr) bool {
 }
 
 // startAttempt opens a session to a.addr; false if it failed at once,
-// because the endpoint's socket cannot send to that address's family.
+// because the endpoint cannot dial that address (unsendable).
 // When the session is up or has failed, its index goes to ended.
 func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <-chan struct{}, target string) bool {
 	if a.err = ep.unsendable(a.addr.Addr()); a.err != nil {

@@ -192,9 +192,9 @@ func dialForm(t *testing.T, target string, addrs []netip.Addr, port uint16, clie
 }
 
 // BenchmarkDial is a session's set-up, one round trip, by each host form,
-// from a dual-stack client endpoint of its own (one per form: under gVisor
-// a client-only socket that talked to an IPv4 peer hears no IPv6 one
-// after): a name adds its look-up.
+// from a dual-stack client endpoint of its own (one per form, so that no
+// form's session is still open when the next dials): a name adds its
+// look-up.
 func BenchmarkDial(b *testing.B) {
 	srv := erpc.NewServer()
 	if err := srv.Handle("Echo", echoHandler); err != nil {
