@@ -39,7 +39,16 @@ const attemptDelay = 250 * time.Millisecond
 // to accept wins. Addresses the endpoint's socket cannot send to (IPv6
 // from a socket bound to an IPv4 address, and the other way round) fail
 // at once. When none accepts, the error lists each address tried and why
-// it failed. Session.Addr is the address that accepted.
+// it failed. Session.Addr is the address that accepted. When ctx ends,
+// Dial returns at once, even if the resolver ignores ctx, and sends
+// nothing more.
+//
+// As in package net, the unspecified address means this host: "0.0.0.0"
+// (or "[::ffff:0:0]") is dialed at 127.0.0.1 and "[::]" at ::1. A zone
+// ("[::1%lo]") on an address that is not link-local means nothing and is
+// dropped. IPv6 link-local addresses (fe80::/10), which need their zone,
+// are not supported: they fail at once with InvalidArgument, before
+// anything is sent.
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	if ep.onLoop() {
 		return nil, errOnLoop("Dial", "dial before serving, from a Background handler, or from another goroutine")
@@ -51,19 +60,46 @@ func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ep.dialResolved(ctx, target, addrs)
+}
+
+// dialResolved dials target at addrs, unless ctx ended as the look-up
+// answered: then nothing is sent.
+func (ep *Endpoint) dialResolved(ctx context.Context, target string, addrs []netip.AddrPort) (*Session, error) {
+	if ctx.Err() != nil {
+		e := contextError(ctx)
+		e.Msg += fmt.Sprintf(": dial %q: nothing sent", target)
+		return nil, e
+	}
 	return ep.dialEach(ctx, target, addrs)
 }
 
 // Dial opens a client endpoint on an ephemeral port of the transport
-// target's scheme names (UDP if none; the socket is dual-stack, so it
-// reaches IPv4 and IPv6 servers) and a session to target, as
+// target's scheme names (UDP if none) and a session to target, as
 // Endpoint.Dial does: the shortest way to a client. Closing the session
-// closes the endpoint.
+// closes the endpoint. A UDP target is resolved first, and the socket is
+// of the family its addresses have, or dual-stack when they have both
+// (which, unlike a socket of one family, is never connected to its
+// server: udp.Options.ClientOnly).
 func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
-	scheme, _ := splitTarget(target)
+	scheme, rest := splitTarget(target)
 	local := "udp://:0"
+	var addrs []netip.AddrPort
 	switch scheme {
 	case "udp":
+		var o options
+		for _, f := range opt {
+			f(&o)
+		}
+		if o.transport != nil {
+			break // the endpoint's own: Endpoint.Dial resolves
+		}
+		var err error
+		if addrs, err = resolveUDPTarget(ctx, o.resolver, target, rest); err != nil {
+			return nil, err
+		}
+		network := familyNetwork(addrs)
+		opt = append(opt[:len(opt):len(opt)], func(o *options) { o.udpNetwork = network })
 	case "mem", "shm":
 		local = scheme + "://"
 	default:
@@ -73,13 +109,34 @@ func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := ep.Dial(ctx, target)
+	var s *Session
+	if addrs != nil {
+		s, err = ep.dialResolved(ctx, target, addrs)
+	} else {
+		s, err = ep.Dial(ctx, target)
+	}
 	if err != nil {
 		ep.Close()
 		return nil, err
 	}
 	s.ownsEndpoint = true
 	return s, nil
+}
+
+// familyNetwork is the UDP network of a socket for addrs: "udp4" or
+// "udp6" when they are all of that family, else "udp" (dual-stack).
+func familyNetwork(addrs []netip.AddrPort) string {
+	var v4, v6 bool
+	for _, a := range addrs {
+		v4, v6 = v4 || a.Addr().Is4(), v6 || !a.Addr().Is4()
+	}
+	switch {
+	case v4 && !v6:
+		return "udp4"
+	case v6 && !v4:
+		return "udp6"
+	}
+	return "udp"
 }
 
 // resolve checks target and turns it into the transport's addresses, in
@@ -101,11 +158,7 @@ func (ep *Endpoint) resolve(ctx context.Context, target string) ([]netip.AddrPor
 	case rest == "":
 		return nil, bad("no address after %s://", scheme)
 	case ep.scheme == "udp":
-		host, port, err := net.SplitHostPort(rest)
-		if err != nil || host == "" || port == "0" || port == "" {
-			return nil, bad("want host:port with a host and a nonzero port")
-		}
-		return ep.resolveUDP(ctx, target, host, port)
+		return resolveUDPTarget(ctx, ep.opts.resolver, target, rest)
 	case ep.scheme == "shm":
 		if _, err := os.Stat(rest); err != nil {
 			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("dial %q: no endpoint listens there: %v", target, err), Cause: err}
@@ -126,29 +179,33 @@ func (ep *Endpoint) resolve(ctx context.Context, target string) ([]netip.AddrPor
 	return []netip.AddrPort{addr}, nil
 }
 
-// resolveUDP turns a UDP target's host and port into addresses, each in
-// the form the transport reports peers in (an IPv4 address never
-// IPv4-mapped), so that the engine, which takes only a packet from the
-// address it dialed, knows the server's answers.
-func (ep *Endpoint) resolveUDP(ctx context.Context, target, host, portName string) ([]netip.AddrPort, error) {
+// resolveUDPTarget turns a UDP target's "host:port" (rest, after any
+// scheme) into addresses, each in the form the transport reports peers in
+// (dialAddr), so that the engine, which takes only a packet from the
+// address it dialed, knows the server's answers. r nil is
+// net.DefaultResolver.
+func resolveUDPTarget(ctx context.Context, r HostResolver, target, rest string) ([]netip.AddrPort, error) {
+	host, portName, err := net.SplitHostPort(rest)
+	if err != nil || host == "" || portName == "0" || portName == "" {
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: want host:port with a host and a nonzero port", target)}
+	}
 	port, err := lookupPort(ctx, portName)
 	if err != nil {
 		return nil, lookupError(ctx, target, "port", err)
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return []netip.AddrPort{netip.AddrPortFrom(ip.Unmap(), port)}, nil
+		return []netip.AddrPort{netip.AddrPortFrom(dialAddr(ip), port)}, nil
 	}
-	var r HostResolver = net.DefaultResolver
-	if ep.opts.resolver != nil {
-		r = ep.opts.resolver
+	if r == nil {
+		r = net.DefaultResolver
 	}
-	ips, err := r.LookupNetIP(ctx, "ip", host)
+	ips, err := lookupHost(ctx, r, host)
 	if err != nil {
 		return nil, lookupError(ctx, target, "host", err)
 	}
 	addrs := make([]netip.AddrPort, 0, len(ips))
 	for _, ip := range ips {
-		if a := netip.AddrPortFrom(ip.Unmap(), port); ip.IsValid() && !containsAddr(addrs, a) {
+		if a := netip.AddrPortFrom(dialAddr(ip), port); ip.IsValid() && !containsAddr(addrs, a) {
 			addrs = append(addrs, a)
 		}
 	}
@@ -156,6 +213,50 @@ func (ep *Endpoint) resolveUDP(ctx context.Context, target, host, portName strin
 		return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("dial %q: host %q has no addresses", target, host)}
 	}
 	return addrs, nil
+}
+
+// dialAddr is the address Dial sends to for ip, in the form the
+// transport reports the peer's answers from, since the engine takes an
+// answer only from the address it dialed: IPv4 never IPv4-mapped, no
+// zone but a link-local address's (it means nothing on any other: the
+// kernel ignores it, and answers come without it), and the unspecified
+// address, which as in package net means this host, its loopback (a
+// datagram to 0.0.0.0 reaches this host, but its answer comes from
+// 127.0.0.1).
+func dialAddr(ip netip.Addr) netip.Addr {
+	ip = ip.Unmap()
+	if ip.Zone() != "" && !ip.IsLinkLocalUnicast() && !ip.IsLinkLocalMulticast() {
+		ip = ip.WithZone("")
+	}
+	switch {
+	case ip == netip.IPv4Unspecified():
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+	case ip == netip.IPv6Unspecified():
+		return netip.IPv6Loopback()
+	}
+	return ip
+}
+
+// lookupHost looks host up with r, returning when ctx ends even if r
+// does not: a resolver that ignores its context must not hold Dial past
+// its deadline. Such a look-up finishes in the background; its answer
+// is dropped.
+func lookupHost(ctx context.Context, r HostResolver, host string) ([]netip.Addr, error) {
+	type answer struct {
+		ips []netip.Addr
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ips, err := r.LookupNetIP(ctx, "ip", host)
+		done <- answer{ips, err}
+	}()
+	select {
+	case a := <-done:
+		return a.ips, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func containsAddr(addrs []netip.AddrPort, a netip.AddrPort) bool {

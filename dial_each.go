@@ -33,7 +33,9 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 	ep.stayUnconnected(addrs)
 	next, running, launch := 0, 0, true
 	for {
-		for (launch || running == 0) && next < len(atts) {
+		// No attempt starts once ctx has ended: the select below ends
+		// the dial, and with nothing started nothing was sent.
+		for (launch || running == 0) && next < len(atts) && ctx.Err() == nil {
 			launch = false
 			if ep.startAttempt(&atts[next], next, ended, stop, target) {
 				running++
@@ -43,7 +45,7 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 			}
 			next++
 		}
-		if running == 0 {
+		if running == 0 && ctx.Err() == nil {
 			return nil, dialError(target, atts)
 		}
 		select {
@@ -60,7 +62,10 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 			launch = true
 		case <-ctx.Done():
 			e := contextError(ctx)
-			e.Msg += fmt.Sprintf(": dial %q: %s", target, tried(target, atts))
+			e.Msg += fmt.Sprintf(": dial %q", target)
+			if next > 0 {
+				e.Msg += ": " + tried(target, atts)
+			}
 			abandon(atts, -1) // after tried: closing fails what still runs
 			return nil, e
 		}
@@ -69,9 +74,11 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 
 // stayUnconnected keeps a client-only UDP socket from connecting to the
 // first address when the dial may go on to one of the other family: a
-// dual-stack socket connected to an IPv4 peer and disconnected again may
-// hear no IPv6 peer (udp.Transport.StayUnconnected). The loop runs the
-// request before the attempts' first send.
+// dual-stack socket connected to an IPv4 peer and disconnected again
+// hears no IPv6 peer (udp.Transport.StayUnconnected). udp.Listen already
+// never connects a dual-stack socket; this stays as a guard for a
+// transport given with WithTransport. The loop runs the request before
+// the attempts' first send.
 func (ep *Endpoint) stayUnconnected(addrs []netip.AddrPort) {
 	u, ok := ep.tr.(interface{ StayUnconnected() })
 	if !ok {
@@ -96,17 +103,10 @@ func (ep *Endpoint) reaches(a netip.Addr) bool {
 }
 
 // startAttempt opens a session to a.addr; false if it failed at once,
-// because the endpoint's socket cannot send to that address's family.
+// because the endpoint cannot dial that address (unsendable).
 // When the session is up or has failed, its index goes to ended.
 func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <-chan struct{}, target string) bool {
-	if !ep.reaches(a.addr.Addr()) {
-		family := "IPv6"
-		if a.addr.Addr().Is4() {
-			family = "IPv4"
-		}
-		a.err = &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
-			"this endpoint's socket (%s) cannot send to %s addresses (listen on :0 or [::] for both families)",
-			ep.tr.LocalAddr(), family)}
+	if a.err = ep.unsendable(a.addr.Addr()); a.err != nil {
 		return false
 	}
 	s := &Session{ep: ep, target: target, addr: a.addr, first: make(chan struct{})}
@@ -120,6 +120,26 @@ func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <
 		}
 	}()
 	return true
+}
+
+// unsendable says why the endpoint cannot dial a, or nil if it can.
+func (ep *Endpoint) unsendable(a netip.Addr) *Error {
+	if ep.scheme == "udp" && a.Is6() && a.IsLinkLocalUnicast() {
+		// The transport reports peers without a zone, so a session to a
+		// link-local address would never hear its answers.
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"%s is an IPv6 link-local address (fe80::/10), which erpc does not support: dial a global, unique-local or loopback address", a)}
+	}
+	if !ep.reaches(a) {
+		family := "IPv6"
+		if a.Is4() {
+			family = "IPv4"
+		}
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"this endpoint's socket (%s) cannot send to %s addresses (listen on :0 or [::] for both families)",
+			ep.tr.LocalAddr(), family)}
+	}
+	return nil
 }
 
 // abandon closes the sessions of the attempts other than atts[keep].

@@ -192,9 +192,9 @@ func dialForm(t *testing.T, target string, addrs []netip.Addr, port uint16, clie
 }
 
 // BenchmarkDial is a session's set-up, one round trip, by each host form,
-// from a dual-stack client endpoint of its own (one per form: under gVisor
-// a client-only socket that talked to an IPv4 peer hears no IPv6 one
-// after): a name adds its look-up.
+// from a dual-stack client endpoint of its own (one per form, so that no
+// form's session is still open when the next dials): a name adds its
+// look-up.
 func BenchmarkDial(b *testing.B) {
 	srv := erpc.NewServer()
 	if err := srv.Handle("Echo", echoHandler); err != nil {
@@ -221,5 +221,199 @@ func BenchmarkDial(b *testing.B) {
 				s.Close()
 			}
 		})
+	}
+}
+
+// loopbackName is the name of this host's loopback interface ("lo").
+func loopbackName(t *testing.T) string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		t.Skip(err)
+	}
+	for _, ifc := range ifs {
+		if ifc.Flags&net.FlagLoopback != 0 {
+			return ifc.Name
+		}
+	}
+	t.Skip("no loopback interface")
+	return ""
+}
+
+// TestDialZoneScopedIPv6: an IPv6 address in brackets may carry a zone
+// (RFC 4007; "[::1%lo]" is the loopback address on the loopback
+// interface). Dial reaches the server by it as by "[::1]": one connect
+// packet, one round trip, a session to the zoneless address the answers
+// come from, whether the zoned address is literal or a resolver's. A
+// link-local address (fe80::/10), whose zone the transport does not
+// carry, fails at once with InvalidArgument, before anything is sent.
+func TestDialZoneScopedIPv6(t *testing.T) {
+	checkLeaks(t)
+	if !hasIPv6Loopback() {
+		t.Skip("no IPv6 loopback")
+	}
+	srv := listenT(t, serverWith(t, "Echo", echoHandler), "[::1]:0")
+	port := srv.Addr().Port()
+	lo := loopbackName(t)
+	for _, zone := range []string{lo, "1"} {
+		for _, viaName := range []bool{false, true} {
+			target := fmt.Sprintf("[::1%%%s]:%d", zone, port)
+			var opts []erpc.Option
+			if viaName {
+				target = fmt.Sprintf("zoned.test:%d", port)
+				opts = append(opts, erpc.WithResolver(&fakeResolver{addrs: []netip.Addr{netip.IPv6Loopback().WithZone(zone)}}))
+			}
+			cli := listenT(t, nil, "udp://[::]:0", append(opts, erpc.WithFailureTimeout(500*time.Millisecond))...)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			start := time.Now()
+			s, err := cli.Dial(ctx, target)
+			el := time.Since(start)
+			cancel()
+			if err != nil {
+				st := cli.Stats()
+				t.Errorf("dial %s (zone %s): %v after %v (client sent %d, dropped %d answers from an unknown session; server sent %d)",
+					target, zone, err, el.Round(time.Millisecond), st.PacketsOut, st.DropUnknownSession, srv.Stats().PacketsOut)
+				continue
+			}
+			if sent := cli.Stats().PacketsOut; sent != 1 || s.Addr().Addr().Zone() == "" && s.Addr() != srv.Addr() {
+				t.Errorf("dial %s: session to %v after %d packets, want %v after 1", target, s.Addr(), sent, srv.Addr())
+			}
+			s.Close()
+		}
+	}
+	for _, host := range []string{"[fe80::1%" + lo + "]", "[fe80::1]", "[fe80::1%1]"} {
+		cli := listenT(t, nil, "udp://[::]:0")
+		target := fmt.Sprintf("%s:%d", host, port)
+		_, err := cli.Dial(context.Background(), target)
+		if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(fmt.Sprint(err), "link-local") || cli.Stats().PacketsOut != 0 {
+			t.Errorf("dial %s: %v after %d packets, want InvalidArgument naming link-local before sending", target, err, cli.Stats().PacketsOut)
+		}
+	}
+}
+
+// TestDialUnspecifiedHost: "0.0.0.0", "[::]" and the IPv4-mapped
+// "[::ffff:0:0]" are addresses a hurried user copies from a listen line
+// (and a name may resolve to 0.0.0.0: blocklists in /etc/hosts). As in
+// package net they mean this host: Dial reaches the server there in one
+// round trip (or refuses at once with InvalidArgument, before sending).
+// A server on such an address has a Target that dials it.
+func TestDialUnspecifiedHost(t *testing.T) {
+	checkLeaks(t)
+	srv := listenT(t, serverWith(t, "Echo", echoHandler), "[::]:0")
+	port := srv.Addr().Port()
+	for _, host := range []string{"0.0.0.0", "[::]", "[::ffff:0:0]", "unspecified.test"} {
+		target := fmt.Sprintf("%s:%d", host, port)
+		cli := listenT(t, nil, "udp://[::]:0", erpc.WithFailureTimeout(500*time.Millisecond),
+			erpc.WithResolver(&fakeResolver{addrs: []netip.Addr{netip.IPv4Unspecified()}}))
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		start := time.Now()
+		s, err := cli.Dial(ctx, target)
+		el := time.Since(start)
+		cancel()
+		switch {
+		case err == nil:
+			if sent := cli.Stats().PacketsOut; sent != 1 {
+				t.Errorf("dial %s: session to %v after %d packets, want 1", target, s.Addr(), sent)
+			}
+			s.Close()
+		case erpc.CodeOf(err) == erpc.InvalidArgument && cli.Stats().PacketsOut == 0:
+		default:
+			t.Errorf("dial %s: %v after %v, %d packets sent (the server answered %d of them); want a session in one round trip, or InvalidArgument before sending",
+				target, err, el.Round(time.Millisecond), cli.Stats().PacketsOut, srv.Stats().PacketsOut)
+		}
+	}
+	for _, listen := range []string{"0.0.0.0:0", "[::]:0", ":0"} {
+		ep := listenT(t, serverWith(t, "Echo", echoHandler), listen)
+		s, err := erpc.Dial(context.Background(), ep.Target())
+		if err != nil {
+			t.Errorf("server on %s: dial its Target %s: %v", listen, ep.Target(), err)
+			continue
+		}
+		if resp, err := s.Call(context.Background(), "Echo", []byte("x"), nil); err != nil || string(resp) != "x" {
+			t.Errorf("server on %s: call over its Target %s: %q, %v", listen, ep.Target(), resp, err)
+		}
+		s.Close()
+	}
+}
+
+// TestDialDualStackEndpointReachesBothFamilies: an endpoint on [::],
+// 0.0.0.0 or :0 is dual-stack and dials both IPv4 and IPv6, in either
+// order. A client-only one (erpc.Listen) that dialed an IPv4 server first
+// could not reach an IPv6 one on Linux (6.18): its socket was connected
+// to the IPv4 peer and disconnected when the second peer appeared, and
+// the kernel kept its IPv4-mapped peer address, so datagrams from ::1
+// never reached it.
+func TestDialDualStackEndpointReachesBothFamilies(t *testing.T) {
+	checkLeaks(t)
+	if !hasIPv6Loopback() {
+		t.Skip("no IPv6 loopback")
+	}
+	srv4 := listenT(t, serverWith(t, "Echo", echoHandler), "127.0.0.1:0")
+	srv6 := listenT(t, serverWith(t, "Echo", echoHandler), "[::1]:0")
+	for _, listen := range []string{"udp://[::]:0", "udp://0.0.0.0:0", "udp://:0"} {
+		cli := listenT(t, nil, listen, erpc.WithFailureTimeout(500*time.Millisecond))
+		for _, srv := range []*erpc.Endpoint{srv4, srv6, srv4} {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			s, err := cli.Dial(ctx, srv.Target())
+			if err == nil {
+				var resp []byte
+				resp, err = s.Call(ctx, "Echo", []byte("x"), nil)
+				if err == nil && string(resp) != "x" {
+					err = fmt.Errorf("echo %q", resp)
+				}
+			}
+			cancel()
+			if err != nil {
+				t.Errorf("endpoint on %s, after dialing %v: dial %s: %v", listen, srv4.Addr(), srv.Target(), err)
+			}
+		}
+	}
+}
+
+// TestDialSocketOfTargetFamily: erpc.Dial opens a socket of the family
+// its target's addresses have, which it connects to the server (the
+// kernel then drops a stranger's datagram: the engine never sees it), and
+// a dual-stack one, never connected, when they have both (the stranger's
+// datagram reaches the engine, which drops it as malformed).
+func TestDialSocketOfTargetFamily(t *testing.T) {
+	checkLeaks(t)
+	families := []netip.Addr{netip.MustParseAddr("127.0.0.1")}
+	if hasIPv6Loopback() {
+		families = append(families, netip.IPv6Loopback())
+	}
+	for _, ip := range families {
+		srv := listenT(t, serverWith(t, "Echo", echoHandler), netip.AddrPortFrom(ip, 0).String())
+		port := srv.Addr().Port()
+		targets := map[string]int64{netip.AddrPortFrom(ip, port).String(): 0} // strangers' datagrams the engine sees
+		if len(families) == 2 {
+			targets[fmt.Sprintf("both.test:%d", port)] = 1
+		}
+		for target, want := range targets {
+			r := &fakeResolver{addrs: []netip.Addr{ip}} // then the other family
+			for _, other := range families {
+				if other != ip {
+					r.addrs = append(r.addrs, other)
+				}
+			}
+			s, err := erpc.Dial(context.Background(), target, erpc.WithResolver(r))
+			if err != nil {
+				t.Fatalf("dial %s: %v", target, err)
+			}
+			stranger, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, s.Endpoint().Addr().Port())))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := stranger.Write([]byte("not erpc")); err != nil {
+				t.Fatal(err)
+			}
+			stranger.Close()
+			// Loopback delivers at send time: the call's answer comes after.
+			if resp, err := s.Call(context.Background(), "Echo", []byte("x"), nil); err != nil || string(resp) != "x" {
+				t.Fatalf("call over %s: %q, %v", target, resp, err)
+			}
+			if got := int64(s.Endpoint().Stats().DropMalformed); got != want {
+				t.Errorf("dial %s: the engine saw %d strangers' datagrams, want %d (connected socket: 0, dual-stack: 1)", target, got, want)
+			}
+			s.Close()
+		}
 	}
 }

@@ -254,3 +254,152 @@ func TestDialAcrossFamilies(t *testing.T) {
 		cancel()
 	}
 }
+
+// ctxResolver returns addrs, ending the dial's context as it does (a
+// service-discovery resolver that answers as the caller gives up).
+type ctxResolver struct {
+	addrs  []netip.Addr
+	cancel context.CancelFunc
+}
+
+func (r *ctxResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	r.cancel()
+	return r.addrs, nil
+}
+
+// TestDialContextEndedDuringLookup: the look-up runs under the dial's
+// context. When that context ends during the look-up, the dial ends there,
+// saying so, and sends nothing. It goes on instead: dialEach starts the
+// first attempt before it looks at the context, so a connect goes out, the
+// server opens a session (which it keeps), and the error says the address
+// was tried and had "no answer yet".
+func TestDialContextEndedDuringLookup(t *testing.T) {
+	checkLeaks(t)
+	srv := listenT(t, serverWith(t, "Echo", echoHandler), "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := &ctxResolver{addrs: []netip.Addr{srv.Addr().Addr()}, cancel: cancel}
+	_, err := erpc.Dial(ctx, fmt.Sprintf("late.test:%d", srv.Addr().Port()), erpc.WithResolver(r))
+	time.Sleep(100 * time.Millisecond)
+	if erpc.CodeOf(err) != erpc.Canceled || strings.Contains(fmt.Sprint(err), "tried") || srv.Stats().PacketsIn != 0 {
+		t.Errorf("dial whose context ended during the look-up: %v; the server got %d packets and holds %d sessions; want Canceled from the look-up, nothing sent",
+			err, srv.Stats().PacketsIn, srv.Stats().ServerSessions)
+	}
+
+	cli := listenT(t, nil, "udp://127.0.0.1:0")
+	if _, err := cli.Dial(ctx, srv.Target()); erpc.CodeOf(err) != erpc.Canceled || strings.Contains(fmt.Sprint(err), "tried") || cli.Stats().PacketsOut != 0 {
+		t.Errorf("dial of %s with an ended context: %v after %d packets, want Canceled before sending", srv.Target(), err, cli.Stats().PacketsOut)
+	}
+
+	deaf := &deafResolver{release: make(chan struct{}), addrs: []netip.Addr{srv.Addr().Addr()}}
+	defer close(deaf.release)
+	dctx, dcancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer dcancel()
+	_, err = erpc.Dial(dctx, fmt.Sprintf("deaf.test:%d", srv.Addr().Port()), erpc.WithResolver(deaf))
+	if erpc.CodeOf(err) != erpc.DeadlineExceeded || deaf.calls.Load() != 1 || deaf.returned.Load() || !strings.Contains(fmt.Sprint(err), "looking up the host") {
+		t.Errorf("dial whose resolver ignores the context: %v after %d look-ups (returned: %v), want DeadlineExceeded from the look-up while it still runs",
+			err, deaf.calls.Load(), deaf.returned.Load())
+	}
+}
+
+// deafResolver ignores its context: it answers when released, or after
+// 2 s.
+type deafResolver struct {
+	release  chan struct{}
+	addrs    []netip.Addr
+	calls    atomic.Int32
+	returned atomic.Bool
+}
+
+func (r *deafResolver) LookupNetIP(_ context.Context, network, host string) ([]netip.Addr, error) {
+	r.calls.Add(1)
+	select {
+	case <-r.release:
+	case <-time.After(2 * time.Second):
+	}
+	r.returned.Store(true)
+	return r.addrs, nil
+}
+
+// busyServer is an erpc server on at whose event loop is held for hold
+// from the moment the returned function returns: an inline handler
+// sleeps, called by a client of its own. Connects that arrive meanwhile
+// are answered when it ends.
+func busyServer(t *testing.T, at string, hold time.Duration) (*erpc.Endpoint, func()) {
+	started := make(chan struct{}, 1)
+	srv := listenT(t, serverWith(t, "Sleep", func(_ context.Context, req []byte) ([]byte, error) {
+		started <- struct{}{}
+		time.Sleep(hold)
+		return req, nil
+	}), at)
+	holder, err := erpc.Dial(context.Background(), srv.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close() })
+	return srv, func() {
+		go holder.Call(context.Background(), "Sleep", nil, nil)
+		<-started
+	}
+}
+
+// serverSessionsSettle waits for srv's busy loop to have handled what came
+// meanwhile (500 ms), then up to 1.5 s more for srv to hold want sessions,
+// and says how many it holds.
+func serverSessionsSettle(srv *erpc.Endpoint, want int) int {
+	time.Sleep(500 * time.Millisecond)
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(deadline) && srv.Stats().ServerSessions != want {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return srv.Stats().ServerSessions
+}
+
+// TestDialLoserSessionClosed: the first address to accept wins and the
+// others are closed. An attempt the dial gives up on while its connect is
+// on its way (it lost the race, or the dial's context ended) is closed on
+// the client only: Engine.Close of a session that is not up sends nothing,
+// and the connect-ack that comes later is dropped as for an unknown
+// session. The server accepted the connect and keeps the session until
+// its idle timeout (30 s by default).
+func TestDialLoserSessionClosed(t *testing.T) {
+	checkLeaks(t)
+	if !hasIPv6Loopback() {
+		t.Skip("no IPv6 loopback")
+	}
+	t.Run("lost the race", func(t *testing.T) {
+		// The name's first address is a server whose loop is busy for
+		// 400 ms; its second, tried 250 ms later, answers at once.
+		slow, hold := busyServer(t, "127.0.0.1:0", 400*time.Millisecond)
+		port := slow.Addr().Port()
+		fast := listenT(t, serverWith(t, "Echo", echoHandler), netip.AddrPortFrom(netip.IPv6Loopback(), port).String())
+		hold()
+		r := &fakeResolver{addrs: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}}
+		s, err := erpc.Dial(context.Background(), fmt.Sprintf("race.test:%d", port), erpc.WithResolver(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if s.Addr() != fast.Addr() {
+			t.Fatalf("session to %v, want the fast server's %v", s.Addr(), fast.Addr())
+		}
+		if n := serverSessionsSettle(slow, 1); n != 1 {
+			t.Errorf("the losing server holds %d sessions 2 s after the dial, want 1 (its holder's): the loser's is open on the server (client dropped %d answers from an unknown session)",
+				n, s.Endpoint().Stats().DropUnknownSession)
+		}
+	})
+	t.Run("context ended", func(t *testing.T) {
+		slow, hold := busyServer(t, "127.0.0.1:0", 400*time.Millisecond)
+		cli := listenT(t, nil, "udp://127.0.0.1:0")
+		hold()
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		if _, err := cli.Dial(ctx, slow.Target()); erpc.CodeOf(err) != erpc.DeadlineExceeded {
+			t.Fatalf("dial: %v, want DeadlineExceeded", err)
+		}
+		if n := serverSessionsSettle(slow, 1); n != 1 || cli.Stats().ClientSessions != 0 {
+			t.Errorf("after a dial abandoned mid-connect: the server holds %d sessions (want 1, its holder's), the client %d (want 0)",
+				n, cli.Stats().ClientSessions)
+		}
+	})
+}

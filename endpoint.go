@@ -106,7 +106,7 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 		if _, _, err := net.SplitHostPort(rest); err != nil {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("listen on %q: want host:port (port 0 picks one)", addr), Cause: err}
 		}
-		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths, ClientOnly: clientOnly})
+		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths, ClientOnly: clientOnly, Network: o.udpNetwork})
 		if err != nil {
 			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 		}

@@ -29,6 +29,9 @@ type options struct {
 	resolver  HostResolver // nil: net.DefaultResolver
 	paths     int
 	stall     time.Duration // a loop held this long by one handler is logged
+	// udpNetwork is the UDP socket's network (udp.Options.Network): set
+	// by erpc.Dial to the family of the addresses it dials.
+	udpNetwork string
 
 	clientInterceptors []UnaryClientInterceptor
 	stats              StatsHandler

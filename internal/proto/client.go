@@ -360,8 +360,10 @@ func (e *Engine) sendCancel(now Time, s *session, i int) {
 }
 
 // Close ends a session. On a client session every pending call completes
-// with ErrSessionClosed and the server is told; on a server session the
-// requests being handled are orphaned. EventSessionDown follows.
+// with ErrSessionClosed and the server is told, or, if the session is
+// still connecting, told when its connect-ack comes (abandon.go); on a
+// server session the requests being handled are orphaned.
+// EventSessionDown follows.
 func (e *Engine) Close(now Time, id SessionID) error {
 	s := e.session(id)
 	if s == nil {
@@ -371,6 +373,8 @@ func (e *Engine) Close(now Time, id SessionID) error {
 	case s.c != nil && s.up:
 		h := s.header(wire.TypeDisconnect, 0)
 		e.emit(s.peer, &h, nil)
+	case s.c != nil:
+		e.abandonConnect(now, s)
 	case s.s != nil:
 		e.sendClosing(s)
 	}

@@ -19,7 +19,9 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	}
 	s := e.lookup(h.Session)
 	if s == nil || s.c == nil || !s.accepts(from, h) {
-		e.stats.DropUnknownSession++
+		if !e.answerAbandoned(now, from, h, payload) {
+			e.stats.DropUnknownSession++
+		}
 		return
 	}
 	if !s.up {

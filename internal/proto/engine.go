@@ -76,6 +76,9 @@ type Engine struct {
 	stats Stats
 	nacks perSecond // NACKs sent, for Stats.NacksLastSecond
 	share shareMeter
+	// Client sessions closed while their connect was unanswered, whose
+	// late connect-ack gets a disconnect (abandon.go).
+	abandoned []abandonedConnect
 }
 
 // peerKey identifies a connect from the server's side: the client's

@@ -161,3 +161,46 @@ func TestStayUnconnectedHearsBothFamilies(t *testing.T) {
 		peer.Close()
 	}
 }
+
+// TestDualStackClientOnlyHearsBothFamilies: a dual-stack client-only
+// socket (on ":0", "0.0.0.0:0" or "[::]:0", all dual-stack in Go) that
+// talks to IPv4 and IPv6 peers in turn hears every answer, with no
+// StayUnconnected: on Linux (6.18) a dual-stack socket connected to an
+// IPv4 peer and disconnected hears no IPv6 peer, so Listen never lets one
+// connect.
+func TestDualStackClientOnlyHearsBothFamilies(t *testing.T) {
+	if !hasIPv6Loopback() {
+		t.Skip("no IPv6 loopback (::1)")
+	}
+	var peers []*Transport
+	for _, at := range []string{"127.0.0.1:0", "[::1]:0"} {
+		peer, err := Listen(at, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer peer.Close()
+		peers = append(peers, peer)
+	}
+	for _, addr := range []string{":0", "0.0.0.0:0", "[::]:0"} {
+		cli, err := Listen(addr, Options{ClientOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		answered := 0
+		for _, peer := range []*Transport{peers[0], peers[1], peers[0], peers[1]} {
+			if err := cli.Send([]transport.Message{{To: peer.LocalAddr(), Head: []byte("ping")}}); err != nil {
+				t.Fatal(err)
+			}
+			from := receiveOne(t, peer)
+			if err := peer.Send([]transport.Message{{To: from, Head: []byte("pong")}}); err != nil {
+				t.Fatal(err)
+			}
+			if back := receiveOne(t, cli); back != peer.LocalAddr() {
+				t.Errorf("client on %s, after %d answers: the answer of %v came from %v", addr, answered, peer.LocalAddr(), back)
+				break
+			}
+			answered++
+		}
+		cli.Close()
+	}
+}

@@ -52,9 +52,9 @@ func sendText(t *testing.T, from *Transport, to netip.AddrPort, texts ...string)
 // the first send to a second peer disconnects it, within one batch: the
 // datagrams to the first peer built before the switch still arrive.
 func TestClientOnlyConnects(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:0", ":0"} { // IPv4, and dual-stack IPv6
-		t.Run(addr, func(t *testing.T) {
-			c, err := Listen(addr, Options{ClientOnly: true})
+	for _, at := range []struct{ addr, network string }{{"127.0.0.1:0", ""}, {":0", "udp4"}} {
+		t.Run(at.addr+"/"+at.network, func(t *testing.T) {
+			c, err := Listen(at.addr, Options{ClientOnly: true, Network: at.network})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,6 +101,56 @@ func TestClientOnlyConnects(t *testing.T) {
 				t.Fatalf("the socket reconnected to %v", got)
 			}
 		})
+	}
+}
+
+// TestClientOnlyFamilies: a client-only socket of one family connects to
+// its peer (the speed-up erpc.Dial keeps by opening one), an IPv6-only
+// one reaching IPv6 alone; a dual-stack one never connects, whatever its
+// peers (see TestDualStackClientOnlyHearsBothFamilies for why).
+func TestClientOnlyFamilies(t *testing.T) {
+	if !hasIPv6Loopback() {
+		t.Skip("no IPv6 loopback (::1)")
+	}
+	v4peer, err := Listen("127.0.0.1:0", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v4peer.Close()
+	v6peer, err := Listen("[::1]:0", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v6peer.Close()
+	for _, c := range []struct {
+		addr, network string
+		peer          *Transport
+		connects      bool
+	}{
+		{":0", "udp6", v6peer, true},
+		{"[::1]:0", "", v6peer, true},
+		{":0", "", v4peer, false},
+		{":0", "", v6peer, false},
+		{"0.0.0.0:0", "", v4peer, false},
+		{"[::]:0", "", v6peer, false},
+	} {
+		tr, err := Listen(c.addr, Options{ClientOnly: true, Network: c.network})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.network == "udp6" && (tr.Reaches(v4peer.LocalAddr().Addr()) || !tr.Reaches(v6peer.LocalAddr().Addr()) || tr.LocalAddr().Addr() != netip.IPv6Loopback()) {
+			t.Errorf("an IPv6-only socket on %s: reaches IPv4 %v, IPv6 %v, local address %v; want false, true, ::1",
+				c.addr, tr.Reaches(v4peer.LocalAddr().Addr()), tr.Reaches(v6peer.LocalAddr().Addr()), tr.LocalAddr())
+		}
+		sendText(t, tr, c.peer.LocalAddr(), "x")
+		if got := receiveN(t, c.peer, 1); len(got) != 1 {
+			t.Fatalf("%s/%s: the peer got %d datagrams, want 1", c.addr, c.network, len(got))
+		}
+		if got := peerOf(t, tr); got.IsValid() != c.connects {
+			t.Errorf("client-only socket on %s/%s after a send to %v: connected to %v, want connected %v",
+				c.addr, c.network, c.peer.LocalAddr(), got, c.connects)
+		}
+		tr.Close()
 	}
 }
 

@@ -55,8 +55,19 @@ type Options struct {
 	// ends connected, one of them here), and drops datagrams
 	// from any other sender, which a client-only endpoint refuses anyway.
 	// The first datagram to a second peer disconnects the socket for good.
-	// Ignored with more than one path.
+	// Ignored with more than one path, and on a dual-stack socket (an
+	// IPv6 socket bound to all interfaces that also carries IPv4, which
+	// is what Go opens for ":0", "0.0.0.0" and "[::]"): on Linux (6.x)
+	// and gVisor such a socket connected to an IPv4 peer and disconnected
+	// again hears no IPv6 peer. A client-only endpoint that wants the
+	// speed-up and talks to one family binds a socket of that family
+	// (Network).
 	ClientOnly bool
+
+	// Network is "udp" (the default: Go's choice, dual-stack when bound to
+	// all interfaces), "udp4" (an IPv4 socket) or "udp6" (an IPv6 socket
+	// that carries no IPv4).
+	Network string
 }
 
 // defaultPacketSize is the datagram size for an unknown path: a 1500-byte
@@ -99,11 +110,18 @@ var (
 
 // Listen opens a UDP transport on addr ("host:port"; port 0 picks one).
 func Listen(addr string, opts Options) (*Transport, error) {
-	ua, err := net.ResolveUDPAddr("udp", addr)
+	switch opts.Network {
+	case "":
+		opts.Network = "udp"
+	case "udp", "udp4", "udp6":
+	default:
+		return nil, fmt.Errorf("udp: network %q (want udp, udp4 or udp6)", opts.Network)
+	}
+	ua, err := net.ResolveUDPAddr(opts.Network, addr)
 	if err != nil {
 		return nil, err
 	}
-	conn, err := listenUDP(ua, opts.ClientOnly)
+	conn, err := listenUDP(opts.Network, ua, opts.ClientOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +137,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	bound := local.Addr()
 	if local.Addr().IsUnspecified() { // peers on this host reach us on loopback
 		lo := netip.IPv6Loopback()
-		if local.Addr().Is4() || ua.IP == nil || ua.IP.To4() != nil {
+		if opts.Network != "udp6" && (local.Addr().Is4() || ua.IP == nil || ua.IP.To4() != nil) {
 			lo = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 		}
 		local = netip.AddrPortFrom(lo, local.Port())
@@ -127,7 +145,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	if opts.PacketSize <= 0 {
 		opts.PacketSize = packetSizeFor(ua.AddrPort().Addr())
 	}
-	t := &Transport{conn: conn, local: local, bound: bound, packetSize: min(opts.PacketSize, MaxDatagram)}
+	t := &Transport{conn: conn, local: local, bound: bound, network: opts.Network, packetSize: min(opts.PacketSize, MaxDatagram)}
 	if err := t.init(opts); err != nil {
 		t.Close()
 		return nil, err
@@ -145,21 +163,21 @@ func Listen(addr string, opts Options) (*Transport, error) {
 // is given up by connect(AF_UNSPEC)): the port comes from a first socket
 // that asked for any, closed just before; if another socket takes it in
 // between, it tries again.
-func listenUDP(ua *net.UDPAddr, clientOnly bool) (*net.UDPConn, error) {
+func listenUDP(network string, ua *net.UDPAddr, clientOnly bool) (*net.UDPConn, error) {
 	if !clientOnly || ua.Port != 0 {
-		return net.ListenUDP("udp", ua)
+		return net.ListenUDP(network, ua)
 	}
 	var err error
 	for range 8 {
 		var probe *net.UDPConn
-		if probe, err = net.ListenUDP("udp", ua); err != nil {
+		if probe, err = net.ListenUDP(network, ua); err != nil {
 			return nil, err
 		}
 		fixed := *ua
 		fixed.Port = probe.LocalAddr().(*net.UDPAddr).Port
 		probe.Close()
 		var conn *net.UDPConn
-		if conn, err = net.ListenUDP("udp", &fixed); err == nil {
+		if conn, err = net.ListenUDP(network, &fixed); err == nil {
 			return conn, nil
 		}
 	}
@@ -174,7 +192,7 @@ func (t *Transport) openPaths(ua *net.UDPAddr, opts Options) error {
 		if p-1 < len(opts.PathPorts) {
 			pa.Port = opts.PathPorts[p-1]
 		}
-		c, err := net.ListenUDP("udp", &pa)
+		c, err := net.ListenUDP(opts.Network, &pa)
 		if err != nil {
 			return fmt.Errorf("udp: path %d: %w", p, err)
 		}
@@ -229,12 +247,17 @@ func (t *Transport) Resolve(addr string) (netip.AddrPort, error) {
 
 // Reaches reports whether the socket can send to a: one bound to an IPv4
 // address reaches only IPv4 peers, one bound to a particular IPv6 address
-// only IPv6 peers, and one bound to all interfaces, which Go opens
-// dual-stack where the system has IPv6, both (it sends to an IPv4 peer at
-// its IPv4-mapped address).
+// only IPv6 peers, one of one family (Options.Network) only that family's,
+// and one bound to all interfaces, which Go opens dual-stack where the
+// system has IPv6, both (it sends to an IPv4 peer at its IPv4-mapped
+// address).
 func (t *Transport) Reaches(a netip.Addr) bool {
 	v4 := a.Unmap().Is4()
 	switch b := t.bound.Unmap(); {
+	case t.network == "udp4":
+		return v4
+	case t.network == "udp6":
+		return !v4
 	case b.Is4():
 		return v4
 	case b.IsUnspecified():

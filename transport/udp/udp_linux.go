@@ -41,6 +41,7 @@ type Transport struct {
 	rc         syscall.RawConn
 	local      netip.AddrPort
 	bound      netip.Addr // the address the socket is bound to (Reaches)
+	network    string     // Options.Network: "udp", "udp4" or "udp6" (Reaches)
 	v6         bool       // an AF_INET6 socket: IPv4 peers are addressed as v4-mapped
 
 	woken  atomic.Bool
@@ -82,7 +83,6 @@ type Transport struct {
 }
 
 func (t *Transport) init(opts Options) error {
-	t.solo.allowed = opts.ClientOnly && opts.Paths <= 1
 	sock, err := detach(t.conn)
 	if err != nil {
 		return err
@@ -102,6 +102,8 @@ func (t *Transport) init(opts Options) error {
 			return
 		}
 		_, t.v6 = sa.(*unix.SockaddrInet6)
+		// A dual-stack socket never connects (Options.ClientOnly).
+		t.solo.allowed = opts.ClientOnly && opts.Paths <= 1 && !t.dualStack(fd)
 		// Both are best effort: without them the kernel simply handles
 		// one datagram at a time.
 		t.gso = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, 0) == nil
@@ -119,6 +121,17 @@ func (t *Transport) init(opts Options) error {
 	t.pollFn = t.pollOn
 	t.set, err = newPathSet(rc)
 	return err
+}
+
+// dualStack reports whether the socket is an IPv6 one, bound to all
+// interfaces, that carries IPv4 too (IPV6_V6ONLY off). One bound to a
+// particular IPv6 address talks to IPv6 peers only, whatever the option.
+func (t *Transport) dualStack(fd uintptr) bool {
+	if !t.v6 || !t.bound.IsUnspecified() {
+		return false
+	}
+	only, err := unix.GetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_V6ONLY)
+	return err != nil || only == 0
 }
 
 // setBuffers asks for size-byte socket buffers, past the sysctl limits when

@@ -24,6 +24,7 @@ type Transport struct {
 	conn       *net.UDPConn
 	local      netip.AddrPort
 	bound      netip.Addr // the address the socket is bound to (Reaches)
+	network    string     // Options.Network: "udp", "udp4" or "udp6" (Reaches)
 
 	mu      sync.Mutex
 	space   sync.Cond  // Receive took the arena
