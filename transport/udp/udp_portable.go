@@ -54,6 +54,12 @@ func (t *Transport) init(Options) error {
 	t.timer = time.NewTimer(time.Hour)
 	t.timer.Stop()
 	t.space.L = &t.mu
+	// Both arenas at their full size from the start: grown by append,
+	// an arena's capacity would be rounded past the bound. read fills one
+	// to at most arenaBytes (a datagram that would pass it waits, unless
+	// the arena is empty, and MaxDatagram < arenaBytes).
+	t.arena = make([]byte, 0, arenaBytes)
+	t.spare = make([]byte, 0, arenaBytes)
 	go t.read()
 	return nil
 }
