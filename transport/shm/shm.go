@@ -37,7 +37,11 @@
 // another connection's rings, hold the loop for more than one turn's
 // budget per connection (Receive takes at most 256 records and 256 KiB of
 // ring from a connection per call, every record counted, an empty one as
-// its 16-byte header), or take another process's address.
+// its 16-byte header; the budget is checked before each record, so only a
+// turn's first record, with the pad before it, may take more), hand the
+// engine a datagram longer than 256 KiB (a record longer than that, or a
+// pad longer than a record, is a garbled ring), or take another process's
+// address.
 //
 // Identity comes from the kernel, never from a claim. A connector knows
 // the listener by the path it dialed. A listener knows a connector by the

@@ -27,7 +27,6 @@ import (
 const (
 	minRingSize = 64 << 10
 	maxRingSize = min(1<<30, math.MaxInt/4+1) // 512 MiB on 32-bit systems
-	maxDatagram = 256 << 10
 
 	redialInterval = 20 * time.Millisecond
 
@@ -258,19 +257,24 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		}
 		// Every record counts, an empty one too: at most receiveRecords
 		// records and receiveBudget bytes of ring (headers, padding and
-		// pads included) per connection and call. The loop returns the
-		// peer's credits only after Receive returns, and a peer that
-		// floods its ring with empty records must not hold the loop for
-		// a whole ring.
+		// pads included) per connection and call, checked before each
+		// record: a record that would pass the byte budget waits for the
+		// next call, unless it is the call's first (at most one datagram
+		// and a pad). The loop returns the peer's credits only after
+		// Receive returns, and a peer that floods its ring with empty
+		// records must not hold the loop for a whole ring.
 		start := c.in.pos
+		room := ^uint64(0) // the first record is taken whatever its size
 		for range receiveRecords {
-			d, ok := c.in.next()
+			d, ok := c.in.take(room)
 			if !ok {
 				break
 			}
 			fn(c.peer, d)
 			n++
-			if c.in.pos-start >= receiveBudget {
+			if taken := c.in.pos - start; taken < receiveBudget {
+				room = receiveBudget - taken
+			} else {
 				break
 			}
 		}
