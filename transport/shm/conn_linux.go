@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -82,17 +83,27 @@ var handshakeTimeout = 5 * time.Second
 
 // conn is a connection to one peer.
 type conn struct {
-	peer         netip.AddrPort
-	sock         *net.UnixConn  // open while the peer lives
-	mem          []byte         // the header and the rings
-	sleeping     *atomic.Uint32 // our word in the header: set while we sleep
-	peerSleeping *atomic.Uint32 // the peer's
-	peerBell     int            // the socket the peer passed to ring it; -1 once closed
+	addr         atomic.Pointer[netip.AddrPort] // the peer's address; replaced only if it loses it (identity_linux.go)
+	sock         *net.UnixConn                  // open while the peer lives
+	mem          []byte                         // the header and the rings
+	sleeping     *atomic.Uint32                 // our word in the header: set while we sleep
+	peerSleeping *atomic.Uint32                 // the peer's
+	peerBell     int                            // the socket the peer passed to ring it; -1 once closed
 	out          producer
 	in           consumer
 	backlog      backlog // datagrams waiting for room in out (the loop's)
 	dead         atomic.Bool
+
+	// listenPid is, for a peer known by a listener address, the pid of
+	// the process that the kernel said listens at that address's path
+	// when the connection was made (0 for other peers): see supersedes.
+	listenPid   int32
+	claimedPath string // for a listener address taken from a claim: its socket, whose directory is watched
+	claimedUid  uint32 // and the connector's user
 }
+
+// peer is the address the peer is known by.
+func (c *conn) peer() netip.AddrPort { return *c.addr.Load() }
 
 func atomicU64(b []byte, off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b[off]))
@@ -107,7 +118,8 @@ func atomicU32(b []byte, off int) *atomic.Uint32 {
 // again); it owns peerBell.
 func newConn(peer netip.AddrPort, sock *net.UnixConn, mem []byte, ring int, peerBell int, connector bool) *conn {
 	mem = mem[: pageSize+2*ring : pageSize+2*ring]
-	c := &conn{peer: peer, sock: sock, mem: mem, peerBell: peerBell}
+	c := &conn{sock: sock, mem: mem, peerBell: peerBell}
+	c.addr.Store(&peer)
 	ring0 := mem[pageSize : pageSize+ring : pageSize+ring]
 	ring1 := mem[pageSize+ring:]
 	h0, h1 := atomicU64(mem, hdrHead0), atomicU64(mem, hdrHead1)
@@ -364,6 +376,9 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	}
 	s.SetDeadline(time.Time{})
 	c := newConn(peer, s, mem, t.ringSize, fds[0], true)
+	if cred, err := peerCred(s); err == nil { // whoever called listen on the socket we reached
+		c.listenPid = cred.Pid
+	}
 	if err := t.register(c, false); err != nil {
 		unix.Close(c.peerBell)
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
@@ -441,15 +456,24 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	defer unix.Close(bell)
-	peer, _ := t.connectorAddr(cred, claim, sock) // after every check that can refuse: only a handshake that passes them costs a probe
+	peer, verified, gen := t.connectorAddr(cred, claim, sock) // after every check that can refuse: only a handshake that passes them costs a probe
 	c := newConn(peer, s, mem, ring, fds[1], false)
+	if kind, _, _ := addrKind(peer); verified && kind == kindListener {
+		// The process listening at sock, checked just now; its directory
+		// is watched from before the check (identity_watch_linux.go).
+		c.listenPid, c.claimedPath, c.claimedUid = cred.Pid, sock, cred.Uid
+	}
 	fds = fds[:1] // c owns the peer's bell
 	if err := t.register(c, true); err != nil {
+		t.unwatch(c)
 		c.unmap()
 		if errors.Is(err, errDuplicate) {
 			s.WriteMsgUnix(listenerMsg(statusDuplicate, peer), nil, nil)
 		}
 		return err
+	}
+	if c.claimedPath != "" && claimedDirs.gen(filepath.Dir(sock)) != gen {
+		t.recheckDir(filepath.Dir(sock), filepath.Base(sock)) // its name changed since the check
 	}
 	// From here the watcher owns s: a failed reply closes it and the
 	// watcher reports the peer gone.

@@ -36,8 +36,8 @@ func TestHostileBacklogStarvesHonest(t *testing.T) {
 	waitConns(t, tr, 2)
 	var hostileAddr netip.AddrPort
 	for _, c := range tr.snap.Load().conns {
-		if c.peer != honest.LocalAddr() {
-			hostileAddr = c.peer
+		if c.peer() != honest.LocalAddr() {
+			hostileAddr = c.peer()
 		}
 	}
 	chunk := make([]byte, 4<<10)

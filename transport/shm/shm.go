@@ -51,10 +51,21 @@
 // socket file of the connector's user that the connector's process listens
 // on (checked by connecting to it once, and closing). Any other connector
 // is known by an address the listener assigns (counted in
-// Stats.Unverified). So a process speaks only as itself: its datagrams
-// never arrive from another process's address, and datagrams to another
-// process's address never reach it, whatever user runs the two; the
-// socket file's permissions decide who may connect at all.
+// Stats.Unverified). A listener address names whoever listens at its path,
+// and that can change hands, so it is checked again whenever it may have:
+// when the name changes in the directory of a claimed path (the listener
+// watches it with inotify), when another connection comes to be known by
+// the same address (the kernel vouching for it just then: only one socket
+// is bound at a path, so the older one's process listens there no more,
+// and one whose process still listens there is never displaced), and when
+// Resolve names the path. A connection whose process no longer listens
+// there loses the address and is known by an assigned one from then on
+// (counted in Stats.Revoked). So a process speaks only as itself: its
+// datagrams never arrive from another process's address, and datagrams to
+// another process's address never reach it, whatever user runs the two;
+// the socket file's permissions decide who may connect at all. (Beyond
+// sight: renames of a claimed path's parent directories and mounts over
+// them, which only those who control the path can make.)
 
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
 // erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word of its
@@ -160,4 +171,5 @@ type Stats struct {
 	Backlogged uint64 // datagrams that found the ring full and waited for room
 	Corrupt    uint64 // connections dropped because the peer garbled its ring
 	Unverified uint64 // connectors whose claimed address the kernel did not vouch for (known by one the listener assigned)
+	Revoked    uint64 // connections that lost a listener address: their process no longer listened at its path
 }

@@ -70,6 +70,7 @@ type Transport struct {
 	dropped     atomic.Uint64
 	corrupt     atomic.Uint64 // connections dropped for a garbled ring
 	unverified  atomic.Uint64 // connectors known by an address we assigned
+	revoked     atomic.Uint64 // connections that lost their listener address (identity_linux.go)
 	assigned    atomic.Uint64 // the last address assigned (identity_linux.go)
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
@@ -90,6 +91,8 @@ type Transport struct {
 	redialed    map[netip.AddrPort]time.Time // last redial started
 	handshakes  map[*net.UnixConn]struct{}   // sockets in a handshake
 	unreachable []netip.AddrPort             // redials that failed, for GonePeers
+	recheck     []*conn                      // claimed listener addresses to check again (identity_watch_linux.go)
+	rechecking  bool                         // a goroutine checks them
 	wg          sync.WaitGroup               // goroutines: accept, handshakes, watchers, redials
 }
 
@@ -225,7 +228,7 @@ func (t *Transport) Stats() Stats {
 		}
 	}
 	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load(),
-		Corrupt: t.corrupt.Load(), Unverified: t.unverified.Load()}
+		Corrupt: t.corrupt.Load(), Unverified: t.unverified.Load(), Revoked: t.revoked.Load()}
 }
 
 // acquire marks a call that touches shared memory; false if closed.
@@ -255,6 +258,7 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		if !c.in.pending() {
 			continue
 		}
+		from := c.peer()
 		// Every record counts, an empty one too: at most receiveRecords
 		// records and receiveBudget bytes of ring (headers, padding and
 		// pads included) per connection and call, checked before each
@@ -270,7 +274,7 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 			if !ok {
 				break
 			}
-			fn(c.peer, d)
+			fn(from, d)
 			n++
 			if taken := c.in.pos - start; taken < receiveBudget {
 				room = receiveBudget - taken
@@ -319,7 +323,7 @@ func (t *Transport) Send(msgs []transport.Message) error {
 			err = transport.ErrTooLarge
 			continue
 		}
-		if c == nil || c.peer != m.To {
+		if c == nil || c.peer() != m.To {
 			if c = s.byAddr[m.To]; c == nil {
 				t.noRoute(m.To)
 				continue
@@ -510,8 +514,8 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 		t.publishLocked()
 	}
 	for _, c := range dead {
-		if t.liveLocked(c.peer) == nil { // not replaced by a new connection
-			dst = append(dst, c.peer)
+		if t.liveLocked(c.peer()) == nil { // not replaced by a new connection
+			dst = append(dst, c.peer())
 		}
 	}
 	for _, a := range t.unreachable {
@@ -523,6 +527,7 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	t.mu.Unlock()
 	for _, c := range dead {
 		t.flush(c) // discards its backlog
+		t.unwatch(c)
 		c.unmap()
 	}
 	return dst
@@ -541,19 +546,19 @@ func (t *Transport) Resolve(target string) (netip.AddrPort, error) {
 	if t.closed.Load() {
 		return netip.AddrPort{}, transport.ErrClosed
 	}
-	t.mu.Lock()
-	if a, ok := t.paths[target]; ok && t.liveLocked(a) != nil {
-		t.mu.Unlock()
+	if a, ok := t.resolved(target); ok {
 		return a, nil
 	}
-	t.mu.Unlock()
 	a, err := t.dial(target)
 	if errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ENOENT) {
 		// Nobody listens there now. Return the address a listener on that
 		// path has: sending to it redials, and GonePeers reports it gone
 		// while the redial fails, so an endpoint's Dial fails at once with
-		// Unavailable, as it would on a network with no server.
+		// Unavailable, as it would on a network with no server. A
+		// connection known by that address is not that endpoint (any
+		// more): nobody listens at its path.
 		if a, err = listenerAddr(target); err == nil {
+			t.revokeListener(a, 0)
 			t.remember(target, a)
 		}
 	}
@@ -589,6 +594,7 @@ func (t *Transport) Close() error {
 	t.publishLocked()
 	t.mu.Unlock()
 	for _, c := range conns {
+		t.unwatch(c)
 		c.unmap()
 	}
 	t.release0()
@@ -611,8 +617,8 @@ func (t *Transport) release0() {
 func (t *Transport) publishLocked() {
 	s := &snapshot{conns: t.conns, byAddr: make(map[netip.AddrPort]*conn, len(t.conns))}
 	for _, c := range t.conns {
-		if old := s.byAddr[c.peer]; old == nil || old.dead.Load() {
-			s.byAddr[c.peer] = c
+		if old := s.byAddr[c.peer()]; old == nil || old.dead.Load() {
+			s.byAddr[c.peer()] = c
 		}
 	}
 	t.snap.Store(s)
@@ -621,7 +627,7 @@ func (t *Transport) publishLocked() {
 // liveLocked returns the open connection to addr, if any. t.mu is held.
 func (t *Transport) liveLocked(addr netip.AddrPort) *conn {
 	for _, c := range t.conns {
-		if c.peer == addr && !c.dead.Load() {
+		if c.peer() == addr && !c.dead.Load() {
 			return c
 		}
 	}
@@ -640,9 +646,12 @@ func (t *Transport) register(c *conn, accepted bool) error {
 		t.mu.Unlock()
 		return transport.ErrClosed
 	}
-	if t.liveLocked(c.peer) != nil {
-		t.mu.Unlock()
-		return errDuplicate
+	if old := t.liveLocked(c.peer()); old != nil {
+		if !supersedes(c, old) {
+			t.mu.Unlock()
+			return errDuplicate
+		}
+		t.revokeLocked(old)
 	}
 	t.conns = append(t.conns[:len(t.conns):len(t.conns)], c)
 	if accepted {

@@ -1,0 +1,221 @@
+//go:build linux
+
+package shm
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// A listener address taken from a connector's claim is kept only while the
+// connector's process listens at the claimed path. The kernel tells nobody
+// when a socket stops listening, but no other socket can listen at that
+// path until the name is unlinked or renamed over (only one socket is
+// bound at a path), and those change the directory: the listener watches
+// the directory of every claimed path it took (inotify) and checks each
+// connection whose path's name changed again (the probe of the handshake:
+// does its process listen there?), dropping the ones whose process does
+// not. So a process that gave the path up loses the address before
+// another can listen there, not when the other first competes for it. Out
+// of sight: a rename of the directory or one of its parents, and mounts
+// over them; whoever may do that owns the path anyway.
+//
+// One inotify instance serves the whole process (a user has few: 128 by
+// default), read by one goroutine that lives as long as the process once
+// started; a watch is removed when the last connection that needs it goes.
+
+const dirEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
+
+type watchedDir struct {
+	wd    int32
+	gen   uint64             // events seen: a check that started before one must be redone
+	names map[string]int     // the names it was added by (a directory may have several), and their uses
+	subs  map[*Transport]int // connections of each transport that need the watch
+}
+
+type dirWatcher struct {
+	mu    sync.Mutex
+	fd    int // the inotify instance; 0 until the first watch
+	byWD  map[int32]*watchedDir
+	byDir map[string]*watchedDir
+}
+
+var claimedDirs dirWatcher
+
+// add watches dir for t and returns its event count; undo with remove. It
+// looks dir up, so it may block on a hanging file system (see probe).
+func (w *dirWatcher) add(t *Transport, dir string) (uint64, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fd == 0 {
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			return 0, err
+		}
+		w.fd = fd
+		w.byWD, w.byDir = make(map[int32]*watchedDir), make(map[string]*watchedDir)
+		go w.run(os.NewFile(uintptr(fd), "erpc-shm-inotify")) // read through the netpoller
+	}
+	d := w.byDir[dir]
+	if d == nil {
+		wd, err := unix.InotifyAddWatch(w.fd, dir, dirEvents)
+		if err != nil {
+			return 0, err
+		}
+		if d = w.byWD[int32(wd)]; d == nil {
+			d = &watchedDir{wd: int32(wd), names: map[string]int{}, subs: map[*Transport]int{}}
+			w.byWD[d.wd] = d
+		}
+		w.byDir[dir] = d
+	}
+	d.names[dir]++
+	d.subs[t]++
+	return d.gen, nil
+}
+
+// gen returns dir's event count.
+func (w *dirWatcher) gen(dir string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.byDir[dir]; d != nil {
+		return d.gen
+	}
+	return 0
+}
+
+// remove drops one of t's uses of dir's watch.
+func (w *dirWatcher) remove(t *Transport, dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	d := w.byDir[dir]
+	if d == nil {
+		return // gone with its directory
+	}
+	if d.names[dir]--; d.names[dir] <= 0 {
+		delete(d.names, dir)
+		delete(w.byDir, dir)
+	}
+	if d.subs[t]--; d.subs[t] <= 0 {
+		delete(d.subs, t)
+	}
+	if len(d.names) == 0 {
+		unix.InotifyRmWatch(w.fd, uint32(d.wd))
+		delete(w.byWD, d.wd)
+	}
+}
+
+// run reads events and has the transports that watch a directory check
+// their connections there (all of them, if events were lost).
+func (w *dirWatcher) run(f *os.File) {
+	buf := make([]byte, 64<<10)
+	type check struct {
+		t        *Transport
+		dir, sub string
+	}
+	for {
+		n, err := f.Read(buf)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond) // the file is never closed: EINTR and the like
+			continue
+		}
+		var checks []check
+		w.mu.Lock()
+		queue := func(d *watchedDir, name string) {
+			d.gen++
+			for t := range d.subs {
+				for dir := range d.names {
+					checks = append(checks, check{t, dir, name})
+				}
+			}
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > n {
+				break
+			}
+			name := strings.TrimRight(string(buf[off+unix.SizeofInotifyEvent:end]), "\x00")
+			off = end
+			switch d := w.byWD[ev.Wd]; {
+			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
+				for _, d := range w.byWD {
+					queue(d, "")
+				}
+			case d != nil && ev.Mask&unix.IN_IGNORED != 0:
+				// The directory is gone (or its file system): the
+				// watch is no more, and a later add must make a new one.
+				queue(d, "")
+				delete(w.byWD, d.wd)
+				for dir := range d.names {
+					delete(w.byDir, dir)
+				}
+			case d != nil && ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
+				queue(d, "")
+			case d != nil:
+				queue(d, name)
+			}
+		}
+		w.mu.Unlock()
+		for _, c := range checks {
+			c.t.recheckDir(c.dir, c.sub)
+		}
+	}
+}
+
+// recheckDir has t check again the listener addresses of its connections
+// whose claimed path is in dir and named name ("": all of them), in a
+// goroutine of its own: the probes may take a while.
+func (t *Transport) recheckDir(dir, name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() {
+		return
+	}
+	for _, c := range t.conns {
+		if c.claimedPath != "" && filepath.Dir(c.claimedPath) == dir && (name == "" || filepath.Base(c.claimedPath) == name) {
+			t.recheck = append(t.recheck, c)
+		}
+	}
+	if len(t.recheck) == 0 || t.rechecking {
+		return
+	}
+	t.rechecking = true
+	t.wg.Add(1)
+	go t.recheckClaims()
+}
+
+// recheckClaims probes the claimed path of each connection queued by
+// recheckDir and drops those whose process no longer listens there.
+func (t *Transport) recheckClaims() {
+	defer t.wg.Done()
+	for {
+		t.mu.Lock()
+		q := t.recheck
+		t.recheck = nil
+		if len(q) == 0 || t.closed.Load() {
+			t.rechecking = false
+			t.mu.Unlock()
+			return
+		}
+		t.mu.Unlock()
+		for _, c := range q {
+			if kind, _, _ := addrKind(c.peer()); c.dead.Load() || kind != kindListener {
+				continue
+			}
+			if cred, err := listeningCred(c.claimedPath, int64(c.claimedUid)); err == nil && cred.Pid == c.listenPid {
+				continue
+			}
+			t.mu.Lock()
+			t.revokeLocked(c)
+			t.publishLocked()
+			t.mu.Unlock()
+		}
+	}
+}
