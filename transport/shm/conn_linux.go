@@ -416,7 +416,8 @@ func (t *Transport) refuse(s *net.UnixConn) {
 // accept runs the listening side of the handshake on a new connection. It
 // returns nil once the connection is registered (then the watcher owns s).
 func (t *Transport) accept(s *net.UnixConn) error {
-	s.SetDeadline(time.Now().Add(handshakeTimeout))
+	deadline := time.Now().Add(handshakeTimeout)
+	s.SetDeadline(deadline)
 	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, t.local), nil, nil); err != nil {
 		return fmt.Errorf("shm: handshake: %w", err)
 	}
@@ -456,7 +457,13 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	defer unix.Close(bell)
-	peer, verified, gen := t.connectorAddr(cred, claim, sock) // after every check that can refuse: only a handshake that passes them costs a probe
+	// After every check that can refuse: only a handshake that passes
+	// them costs a probe.
+	peer, verified, gen, err := t.connectorAddr(cred, claim, sock, deadline)
+	if err != nil {
+		unix.Munmap(mem)
+		return err
+	}
 	c := newConn(peer, s, mem, ring, fds[1], false)
 	if kind, _, _ := addrKind(peer); verified && kind == kindListener {
 		// The process listening at sock, checked just now; its directory
@@ -473,7 +480,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	if c.claimedPath != "" && claimedDirs.gen(filepath.Dir(sock)) != gen {
-		t.recheckDir(filepath.Dir(sock), filepath.Base(sock)) // its name changed since the check
+		t.recheckDir(filepath.Dir(sock), filepath.Base(sock), true) // something changed there since the check
 	}
 	// From here the watcher owns s: a failed reply closes it and the
 	// watcher reports the peer gone.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -130,29 +131,47 @@ func validSockPath(p string) bool {
 //
 // A listener address is taken with its directory watched (gen is the
 // watch's event count before the check): the caller gives it to the
-// connection, or drops it with unwatch.
-func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock string) (addr netip.AddrPort, verified bool, gen uint64) {
+// connection, or drops it with unwatch. Its check runs in a probe
+// (probe_linux.go): one that does not answer by deadline fails the
+// handshake (err), and one that cannot start (too many in flight) leaves
+// the claim unverified.
+func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock string, deadline time.Time) (addr netip.AddrPort, verified bool, gen uint64, err error) {
 	if cred.Pid > 0 {
 		switch kind, pid, ok := addrKind(claim); {
 		case !ok:
 		case kind == kindClient && pid == uint32(cred.Pid):
-			return claim, true, 0
+			return claim, true, 0, nil
 		case kind == kindListener && sock != "" && validSockPath(sock):
 			if a, err := listenerAddr(sock); err != nil || a != claim {
 				break
 			}
-			gen, err := claimedDirs.add(t, filepath.Dir(sock)) // before the check: a change after it is seen
-			if err != nil {
-				break // a claim we cannot keep an eye on is not taken
+			dir := filepath.Dir(sock)
+			ok, err := t.probe(deadline, func() bool {
+				g, err := claimedDirs.add(t, dir) // before the check: a change after it is seen
+				if err != nil {
+					return false // a claim we cannot keep an eye on is not taken
+				}
+				if lc, err := listeningCred(sock, int64(cred.Uid)); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
+					gen = g
+					return true
+				}
+				claimedDirs.remove(t, dir)
+				return false
+			}, func(ok bool) {
+				if ok {
+					claimedDirs.remove(t, dir)
+				}
+			})
+			if errors.Is(err, errProbeTimeout) {
+				return addr, false, 0, err
 			}
-			if lc, err := listeningCred(sock, int64(cred.Uid)); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
-				return claim, true, gen
+			if ok {
+				return claim, true, gen, nil
 			}
-			claimedDirs.remove(t, filepath.Dir(sock))
 		}
 	}
 	t.unverified.Add(1)
-	return shmAddr(kindAssigned, uint32(max(cred.Pid, 0)), t.assigned.Add(1)), false, 0
+	return shmAddr(kindAssigned, uint32(max(cred.Pid, 0)), t.assigned.Add(1)), false, 0, nil
 }
 
 // unwatch drops c's use of its claimed path's directory watch.
@@ -217,7 +236,8 @@ func (t *Transport) revokeListener(a netip.AddrPort, pid int32) {
 // resolved returns the address of the connection open to the listener at
 // path, if there is one and its process still listens there (asked of the
 // kernel: connect, SO_PEERCRED, close); one whose process does not is
-// dropped, for Resolve to dial the path again.
+// dropped, for Resolve to dial the path again. A check that does not
+// answer (probe_linux.go) keeps the connection.
 func (t *Transport) resolved(path string) (netip.AddrPort, bool) {
 	t.mu.Lock()
 	a, ok := t.paths[path]
@@ -230,11 +250,14 @@ func (t *Transport) resolved(path string) (netip.AddrPort, bool) {
 		return a, true // the kernel did not say who listened (another pid namespace)
 	}
 	var pid int32
-	if cred, err := listeningCred(path, -1); err == nil {
-		pid = cred.Pid
-	}
-	if pid == c.listenPid {
-		return a, true
+	_, err := t.probe(time.Now().Add(handshakeTimeout), func() bool {
+		if cred, err := listeningCred(path, -1); err == nil {
+			pid = cred.Pid
+		}
+		return true
+	}, nil)
+	if err != nil || pid == c.listenPid {
+		return a, true // the same process, or no answer: keep it
 	}
 	t.revokeListener(a, pid)
 	return a, false

@@ -330,7 +330,10 @@ func TestConnectorAddrClaims(t *testing.T) {
 			want = kind == kindClient && pid == uint32(cred.Pid) ||
 				kind == kindListener && cred.Pid == ours && cred.Uid == uid && (sock == pathV && claim == v.LocalAddr() || sock == pathL && claim == l.LocalAddr())
 		}
-		got, ok, _ := l.connectorAddr(cred, claim, sock)
+		got, ok, _, err := l.connectorAddr(cred, claim, sock, time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if ok != want {
 			t.Fatalf("%d: pid %d claiming %v %q: taken %v, want %v", i, cred.Pid, claim, sock, ok, want)
 		}

@@ -72,12 +72,20 @@ func TestStaleListenerHelper(t *testing.T) {
 //   - the squatter's datagrams arrive from the victim's address;
 //   - the victim itself cannot connect (its claim, vouched for by the
 //     kernel, is a "duplicate").
+//
+// The listener watches the directory of the path and takes the address
+// from the squatter when it gives the path up: as soon as its watcher
+// goroutine reads the event, so the victim comes up after that (it comes
+// up at any later time; the wait is bounded).
 func TestHostileStaleListenerClaim(t *testing.T) {
 	l, pathL := hostileListener(t, Options{})
 	pathV := filepath.Join(filepath.Dir(pathL), "v.sock")
 	h := startHelperProcess(t, "TestStaleListenerHelper", staleEnv+"="+pathL+"|"+pathV)
 	h.expect(t, "HANDSHAKE ok")
 	h.expect(t, "RELEASED")
+	for end := time.Now().Add(5 * time.Second); l.Stats().Revoked == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
 
 	victim, err := Listen(pathV, Options{}) // the victim server comes (back) up on its path
 	if err != nil {

@@ -18,11 +18,11 @@ import (
 // when a socket stops listening, but no other socket can listen at that
 // path until the name is unlinked or renamed over (only one socket is
 // bound at a path), and those change the directory: the listener watches
-// the directory of every claimed path it took (inotify) and checks each
-// connection whose path's name changed again (the probe of the handshake:
-// does its process listen there?), dropping the ones whose process does
-// not. So a process that gave the path up loses the address before
-// another can listen there, not when the other first competes for it. Out
+// the directory of every claimed path it took (inotify), and a connection
+// whose path's name changes loses the address (recheckDir). So a process
+// that gave the path up loses the address before another can listen
+// there, not when the other first competes for it: as soon as the
+// watcher's goroutine reads the event. Out
 // of sight: a rename of the directory or one of its parents, and mounts
 // over them; whoever may do that owns the path anyway.
 //
@@ -118,6 +118,7 @@ func (w *dirWatcher) run(f *os.File) {
 	type check struct {
 		t        *Transport
 		dir, sub string
+		probe    bool
 	}
 	for {
 		n, err := f.Read(buf)
@@ -127,11 +128,11 @@ func (w *dirWatcher) run(f *os.File) {
 		}
 		var checks []check
 		w.mu.Lock()
-		queue := func(d *watchedDir, name string) {
+		queue := func(d *watchedDir, name string, probe bool) {
 			d.gen++
 			for t := range d.subs {
 				for dir := range d.names {
-					checks = append(checks, check{t, dir, name})
+					checks = append(checks, check{t, dir, name, probe})
 				}
 			}
 		}
@@ -146,42 +147,57 @@ func (w *dirWatcher) run(f *os.File) {
 			switch d := w.byWD[ev.Wd]; {
 			case ev.Mask&unix.IN_Q_OVERFLOW != 0:
 				for _, d := range w.byWD {
-					queue(d, "")
+					queue(d, "", true) // events lost: check them all
 				}
 			case d != nil && ev.Mask&unix.IN_IGNORED != 0:
 				// The directory is gone (or its file system): the
 				// watch is no more, and a later add must make a new one.
-				queue(d, "")
+				queue(d, "", false)
 				delete(w.byWD, d.wd)
 				for dir := range d.names {
 					delete(w.byDir, dir)
 				}
 			case d != nil && ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
-				queue(d, "")
+				queue(d, "", false)
 			case d != nil:
-				queue(d, name)
+				queue(d, name, false)
 			}
 		}
 		w.mu.Unlock()
 		for _, c := range checks {
-			c.t.recheckDir(c.dir, c.sub)
+			c.t.recheckDir(c.dir, c.sub, c.probe)
 		}
 	}
 }
 
-// recheckDir has t check again the listener addresses of its connections
-// whose claimed path is in dir and named name ("": all of them), in a
-// goroutine of its own: the probes may take a while.
-func (t *Transport) recheckDir(dir, name string) {
+// recheckDir acts on a change of the name name in dir ("": of dir itself,
+// or of any name) for t's connections with a claimed path there. Without
+// probe, the change itself revokes their addresses, at once: the path no
+// longer leads to the socket that was checked (no honest transport keeps
+// its connections when it stops listening, so none listens anew at the
+// same path while they are open). With probe (events were lost, or came
+// between a handshake's check and its connection's registration), each is
+// checked again, in a goroutine of t's.
+func (t *Transport) recheckDir(dir, name string, probe bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed.Load() {
 		return
 	}
+	revoked := false
 	for _, c := range t.conns {
-		if c.claimedPath != "" && filepath.Dir(c.claimedPath) == dir && (name == "" || filepath.Base(c.claimedPath) == name) {
-			t.recheck = append(t.recheck, c)
+		if c.claimedPath == "" || filepath.Dir(c.claimedPath) != dir || (name != "" && filepath.Base(c.claimedPath) != name) {
+			continue
 		}
+		if probe {
+			t.recheck = append(t.recheck, c)
+		} else if !c.dead.Load() {
+			t.revokeLocked(c)
+			revoked = true
+		}
+	}
+	if revoked {
+		t.publishLocked()
 	}
 	if len(t.recheck) == 0 || t.rechecking {
 		return
@@ -209,7 +225,12 @@ func (t *Transport) recheckClaims() {
 			if kind, _, _ := addrKind(c.peer()); c.dead.Load() || kind != kindListener {
 				continue
 			}
-			if cred, err := listeningCred(c.claimedPath, int64(c.claimedUid)); err == nil && cred.Pid == c.listenPid {
+			// A check that does not answer in time, or cannot start,
+			// fails: the address is kept only while the kernel says so.
+			if ok, _ := t.probe(time.Now().Add(handshakeTimeout), func() bool {
+				cred, err := listeningCred(c.claimedPath, int64(c.claimedUid))
+				return err == nil && cred.Pid == c.listenPid
+			}, nil); ok {
 				continue
 			}
 			t.mu.Lock()

@@ -51,7 +51,13 @@
 // socket file of the connector's user that the connector's process listens
 // on (checked by connecting to it once, and closing). Any other connector
 // is known by an address the listener assigns (counted in
-// Stats.Unverified). A listener address names whoever listens at its path,
+// Stats.Unverified). That check looks up a path the connector chose, which
+// may lie on a file system that never answers (FUSE): it runs in a
+// goroutine of its own, which the handshake waits for only until its
+// deadline (then the handshake fails) and Close not at all; a check that
+// hangs outlives them, blocking a thread, while the file system hangs. At
+// most 4 checks are in flight per transport; a claim beyond is not
+// vouched for. A listener address names whoever listens at its path,
 // and that can change hands, so it is checked again whenever it may have:
 // when the name changes in the directory of a claimed path (the listener
 // watches it with inotify), when another connection comes to be known by

@@ -65,8 +65,10 @@ type Transport struct {
 	wakePending atomic.Bool // Wake was called; the next Wait returns at once
 	waiting     atomic.Bool // the loop is in Wait and may sleep on the bell
 	closed      atomic.Bool
-	refs        atomic.Int32 // calls touching shared memory; Close waits them out
-	gone        atomic.Bool  // a connection died: GonePeers has work
+	closing     chan struct{} // closed by Close: probes stop waiting (probe_linux.go)
+	probing     atomic.Int32  // probes in flight
+	refs        atomic.Int32  // calls touching shared memory; Close waits them out
+	gone        atomic.Bool   // a connection died: GonePeers has work
 	dropped     atomic.Uint64
 	corrupt     atomic.Uint64 // connections dropped for a garbled ring
 	unverified  atomic.Uint64 // connectors known by an address we assigned
@@ -120,6 +122,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 		ringSize:   ringSizeOf(opts.RingSize),
 		maxPeers:   opts.MaxPeers,
 		selfBell:   -1,
+		closing:    make(chan struct{}),
 		paths:      make(map[string]netip.AddrPort),
 		known:      make(map[netip.AddrPort]string),
 		redialed:   make(map[netip.AddrPort]time.Time),
@@ -572,6 +575,7 @@ func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
+	close(t.closing)
 	ring(t.selfBell) // end a Wait in progress
 	if t.ln != nil {
 		t.ln.Close()
