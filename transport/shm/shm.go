@@ -30,11 +30,16 @@
 // What a local peer can and cannot do. Through its own connections it
 // can send any datagrams (empty ones too: the engine drops and counts the
 // malformed ones), garble its ring (the connection is dropped), stop
-// reading (what we send it waits in the bounded backlog, then is
-// dropped), delay its own wake-ups, hold MaxPeers connections and
-// handshakes, and make its own handshakes fail. It cannot make us map
+// reading (what we send it waits in its connection's backlog, at most 32
+// MiB, then is dropped), delay its own wake-ups, hold MaxPeers connections
+// and handshakes, and make its own handshakes fail. It cannot make us map
 // memory that can shrink under us, make a write of ours block, touch
-// another connection's rings, hold the loop for more than one turn's
+// another connection's rings, make us drop a datagram to another
+// connection (the backlogs hold 64 MiB together, two connections' worth;
+// past that the largest backlog is dropped from, so several peers that
+// stop reading can cause drops only to a connection whose backlog is
+// larger than each of theirs; a reading peer's stays small, the engine's
+// credits bounding each session to 32 packets in flight), hold the loop for more than one turn's
 // budget per connection (Receive takes at most 256 records and 256 KiB of
 // ring from a connection per call, every record counted, an empty one as
 // its 16-byte header; the budget is checked before each record, so only a
