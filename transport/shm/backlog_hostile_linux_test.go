@@ -24,7 +24,7 @@ import (
 // stops reading is dropped from (asserted), the honest one never.
 func TestHostileBacklogStarvesHonest(t *testing.T) {
 	tr, path := hostileListener(t, Options{})
-	p, st, err := rawDial(path, minRingSize, rawOpts{bell: -1, seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW})
+	p, st, err := rawDial(path, minRingSize, rawOpts{bell: -1, seals: sealsNeeded})
 	if p == nil {
 		t.Fatalf("hostile handshake: %s %v", st, err)
 	}
@@ -83,7 +83,7 @@ func TestHostileBacklogsShareFairly(t *testing.T) {
 	tr, path := hostileListener(t, Options{})
 	const stopped = 3
 	for range stopped {
-		p, st, err := rawDial(path, minRingSize, rawOpts{bell: -1, seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW})
+		p, st, err := rawDial(path, minRingSize, rawOpts{bell: -1, seals: sealsNeeded})
 		if p == nil {
 			t.Fatalf("hostile handshake: %s %v", st, err)
 		}

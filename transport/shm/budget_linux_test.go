@@ -36,7 +36,7 @@ func TestHostileEmptyRecordsBudget(t *testing.T) {
 			}
 			// A ring four times the byte budget: a turn that took it
 			// all would take 4 x receiveBudget bytes.
-			p, st, err := rawDial(path, 4*receiveBudget, rawOpts{bell: -1, seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW})
+			p, st, err := rawDial(path, 4*receiveBudget, rawOpts{bell: -1, seals: sealsNeeded})
 			if p == nil {
 				t.Fatalf("hostile handshake: %s %v", st, err)
 			}
@@ -56,7 +56,7 @@ func TestHostileEmptyRecordsBudget(t *testing.T) {
 			if err := honest.Send([]transport.Message{{To: to, Head: []byte("honest")}}); err != nil {
 				t.Fatal(err)
 			}
-			head := atomicU64(p.mem, hdrHead0) // what the listener handed back
+			head := atomicU64(p.peerMem, hdrHead) // what the listener handed back
 			var consumed uint64
 			got, turns, honestTurn := 0, 0, 0
 			for got < filled && turns < 10*filled {
@@ -99,7 +99,7 @@ func TestHostileRecordLongerThanMaxDatagram(t *testing.T) {
 	for _, length := range []int{64<<20 - recHeader, maxDatagram + 1} {
 		tr, path := hostileListener(t, Options{})
 		const ring = 64 << 20
-		p, st, err := rawDial(path, ring, rawOpts{bell: -1, seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW})
+		p, st, err := rawDial(path, ring, rawOpts{bell: -1, seals: sealsNeeded})
 		if p == nil {
 			t.Fatalf("hostile handshake: %s %v", st, err)
 		}
@@ -110,7 +110,7 @@ func TestHostileRecordLongerThanMaxDatagram(t *testing.T) {
 		binary.LittleEndian.PutUint32(data[12:], recData)
 		stampAt(data, 0).Store(1)
 
-		head := atomicU64(p.mem, hdrHead0)
+		head := atomicU64(p.peerMem, hdrHead)
 		var largest int
 		for turn := 1; turn <= 10 && largest == 0; turn++ {
 			tr.Receive(func(from netip.AddrPort, d []byte) { largest = max(largest, len(d)) })
@@ -141,7 +141,7 @@ func TestHostileRecordLongerThanMaxDatagram(t *testing.T) {
 func TestRecordBudgetCheckedBeforeTaking(t *testing.T) {
 	tr, path := hostileListener(t, Options{})
 	const ring = 16 << 20
-	p, st, err := rawDial(path, ring, rawOpts{bell: -1, seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW})
+	p, st, err := rawDial(path, ring, rawOpts{bell: -1, seals: sealsNeeded})
 	if p == nil {
 		t.Fatalf("handshake: %s %v", st, err)
 	}
@@ -162,7 +162,7 @@ func TestRecordBudgetCheckedBeforeTaking(t *testing.T) {
 		}
 		sizes = append(sizes, n)
 	}
-	head := atomicU64(p.mem, hdrHead0)
+	head := atomicU64(p.peerMem, hdrHead)
 	var consumed uint64
 	got, over := 0, 0
 	for turn := 1; got < len(sizes) && turn <= 10*len(sizes); turn++ {

@@ -37,7 +37,7 @@ func TestImpersonatorHelper(t *testing.T) {
 	var peers []*rawPeer
 	for i, c := range strings.Split(os.Getenv(claimsEnv), ";") {
 		addr, sock, _ := strings.Cut(c, "|")
-		o := rawOpts{seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1, claim: netip.MustParseAddrPort(addr), path: sock}
+		o := rawOpts{seals: sealsNeeded, bell: -1, claim: netip.MustParseAddrPort(addr), path: sock}
 		p, st, err := rawDial(path, minRingSize, o)
 		say("HANDSHAKE %d %s %s", i, st, errText(err))
 		peers = append(peers, p)
@@ -45,9 +45,7 @@ func TestImpersonatorHelper(t *testing.T) {
 	for i, p := range peers {
 		if p != nil {
 			p.out.put([]byte(fmt.Sprintf("inject-%d", i)), nil)
-			if atomicU32(p.mem, hdrSleep1).CompareAndSwap(1, 0) {
-				unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
-			}
+			p.ringListener()
 		}
 	}
 	say("INJECTED")

@@ -39,7 +39,7 @@ func TestStaleListenerHelper(t *testing.T) {
 		return
 	}
 	claim, _ := listenerAddr(squat)
-	p, st, err := rawDial(pathL, minRingSize, rawOpts{seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1, claim: claim, path: squat})
+	p, st, err := rawDial(pathL, minRingSize, rawOpts{seals: sealsNeeded, bell: -1, claim: claim, path: squat})
 	say("HANDSHAKE %s %s", st, errText(err))
 	if p == nil {
 		return
@@ -48,9 +48,7 @@ func TestStaleListenerHelper(t *testing.T) {
 	os.Remove(squat)
 	say("RELEASED")
 	p.out.put([]byte("inject"), nil)
-	if atomicU32(p.mem, hdrSleep1).CompareAndSwap(1, 0) {
-		unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
-	}
+	p.ringListener()
 	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(100 * time.Microsecond) {
 		if !p.in.pending() {
 			continue
@@ -151,11 +149,13 @@ func fakeListenerConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32) 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.Close(fds[1]) })
-	mem, err := unix.Mmap(-1, 0, pageSize+2*minRingSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS)
-	if err != nil {
-		t.Fatal(err)
+	var mems [2][]byte
+	for i := range mems {
+		if mems[i], err = unix.Mmap(-1, 0, pageSize+minRingSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED|unix.MAP_ANONYMOUS); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c := newConn(a, fc.(*net.UnixConn), mem, minRingSize, -1, true)
+	c := newConn(a, fc.(*net.UnixConn), mems[0], mems[1], minRingSize, -1)
 	c.listenPid = pid
 	if err := tr.register(c, false); err != nil {
 		c.sock.Close()

@@ -62,7 +62,7 @@ func TestHostileProbeHang(t *testing.T) {
 	serveEcho(t, tr)
 	sock := hangingFUSE(t, filepath.Dir(path))
 	claim, _ := listenerAddr(sock)
-	go rawDial(path, minRingSize, rawOpts{seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1, claim: claim, path: sock})
+	go rawDial(path, minRingSize, rawOpts{seals: sealsNeeded, bell: -1, claim: claim, path: sock})
 	if n := waitProbes(tr, 1); n != 1 {
 		t.Fatalf("%d probes in flight, want the hostile one", n)
 	}
@@ -105,7 +105,7 @@ func TestHostileProbesBounded(t *testing.T) {
 	results := make(chan result, n)
 	for range n {
 		go func() {
-			p, st, _ := rawDial(path, minRingSize, rawOpts{seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1, claim: claim, path: sock})
+			p, st, _ := rawDial(path, minRingSize, rawOpts{seals: sealsNeeded, bell: -1, claim: claim, path: sock})
 			if p != nil {
 				t.Cleanup(func() { unix.Close(p.sock); unix.Munmap(p.mem) })
 			}

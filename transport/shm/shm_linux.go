@@ -76,6 +76,8 @@ type Transport struct {
 	assigned    atomic.Uint64 // the last address assigned (identity_linux.go)
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
 
+	sleepEpoch uint64 // the loop's: numbers its sleeps, never 0 while it sleeps
+
 	// Owned by the loop (backlog_linux.go).
 	lastConn     *conn     // the connection the last Send used
 	lastSnap     *snapshot // the snapshot it came from
@@ -452,8 +454,9 @@ func (t *Transport) Wait(deadline time.Time) error {
 	// A connection registered after this snapshot wakes us (register
 	// calls Wake), so the words of these connections are enough.
 	conns := t.snap.Load().conns
+	t.sleepEpoch++ // a peer rings once per epoch (ringPeer)
 	for _, c := range conns {
-		c.sleeping.Store(1)
+		c.sleeping.Store(t.sleepEpoch)
 	}
 	if !t.wakePending.Swap(false) && !t.closed.Load() && !t.ready() {
 		t.bell.SetReadDeadline(deadline)
@@ -470,14 +473,12 @@ func (t *Transport) Wait(deadline time.Time) error {
 }
 
 // drainBell reads every datagram pending on the bell and tells whether
-// any came: then Wait returns, even if nothing is ready. It must: a ring
-// may be stale, its CAS having cleared the sleeping word that this Wait
-// set (the peer loaded the word of an earlier Wait, before we consumed its
-// record), and only a new Wait sets the word again; sleeping on would
-// leave the peer nothing to ring. It returns false, to sleep, only after
-// the bell reported nothing to read, so that the netpoller sees the next
-// datagram. One recvmmsg reads them all (up to maxDrain: then Wait
-// returns anyway, and the next one reads on).
+// any came: then Wait returns, even if nothing is ready (a ring may be for
+// an earlier sleep: the peer loaded its epoch before we woke and cleared
+// the word; the next Wait sleeps again at once). It returns false, to
+// sleep, only after the bell reported nothing to read, so that the
+// netpoller sees the next datagram. One recvmmsg reads them all (up to
+// maxDrain: then Wait returns anyway, and the next one reads on).
 func (t *Transport) drainBell(fd uintptr) bool {
 	_, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.bellMsgs[0])), maxDrain, unix.MSG_DONTWAIT, 0, 0)
 	return errno != unix.EAGAIN
