@@ -78,7 +78,8 @@ func TestHostileBacklogStarvesHonest(t *testing.T) {
 // random order, far more than the backlog bounds to the stopped ones. The
 // backlogs never pass their bounds (one connection's, all together); the
 // drops fall on the stopped peers' largest backlogs, and the honest peer,
-// whose backlog stays smaller than theirs, gets every datagram in order.
+// which reads now and then (its ring fills between: asserted), and whose
+// backlog stays smaller than theirs, gets every datagram in order.
 func TestHostileBacklogsShareFairly(t *testing.T) {
 	tr, path := hostileListener(t, Options{})
 	const stopped = 3
@@ -99,14 +100,17 @@ func TestHostileBacklogsShareFairly(t *testing.T) {
 	}
 	waitConns(t, tr, stopped+1)
 	var hostile []netip.AddrPort
+	var hc *conn // the listener's connection to the honest peer
 	for _, c := range tr.snap.Load().conns {
 		if c.peer() != honest.LocalAddr() {
 			hostile = append(hostile, c.peer())
+		} else {
+			hc = c
 		}
 	}
 	r := rand.New(rand.NewPCG(4, 27))
 	buf := make([]byte, tr.MaxDatagram())
-	sent, got := 0, 0
+	sent, got, waited := 0, 0, 0
 	receive := func() {
 		honest.Receive(func(_ netip.AddrPort, d []byte) {
 			if len(d) < 4 || int(binary.LittleEndian.Uint32(d)) != got {
@@ -119,12 +123,15 @@ func TestHostileBacklogsShareFairly(t *testing.T) {
 		n := 4 + r.IntN(tr.MaxDatagram()-3)
 		if r.IntN(8) == 0 { // to the honest peer, which reads now and then
 			binary.LittleEndian.PutUint32(buf, uint32(sent))
-			tr.Send([]transport.Message{{To: honest.LocalAddr(), Head: buf[:min(n, 8<<10)]}})
+			tr.Send([]transport.Message{{To: honest.LocalAddr(), Head: buf[:4<<10+n%(4<<10)]}})
 			sent++
+			if !hc.backlog.empty() {
+				waited++ // its ring was full: the datagram waits in the backlog
+			}
 		} else {
 			tr.Send([]transport.Message{{To: hostile[r.IntN(stopped)], Head: buf[:n]}})
 		}
-		if r.IntN(4) == 0 {
+		if r.IntN(64) == 0 { // now and then: its ring fills between
 			receive()
 		}
 		if tr.backlogBytes > maxBacklog {
@@ -144,8 +151,8 @@ func TestHostileBacklogsShareFairly(t *testing.T) {
 	if got != sent {
 		t.Fatalf("the honest peer got %d of %d datagrams (%+v)", got, sent, st)
 	}
-	if st.Dropped == 0 || tr.backlogBytes < maxBacklog/2 {
-		t.Fatalf("the stopped peers never filled the backlogs: %+v, %d bytes held", st, tr.backlogBytes)
+	if st.Dropped == 0 || tr.backlogBytes < maxBacklog/2 || waited == 0 {
+		t.Fatalf("the stopped peers never filled the backlogs (%+v, %d bytes held), or the honest peer's ring was never full (%d waited)", st, tr.backlogBytes, waited)
 	}
-	t.Logf("%d honest datagrams, all delivered; %+v", sent, st)
+	t.Logf("%d honest datagrams (%d waited for room), all delivered; %+v", sent, waited, st)
 }
