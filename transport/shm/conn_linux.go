@@ -519,7 +519,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		}
 		return err
 	}
-	if c.claimedPath != "" && claimedDirs.gen(filepath.Dir(sock)) != gen {
+	if c.claimedPath != "" && claimedDirs.gen(sock) != gen {
 		t.recheckDir(filepath.Dir(sock), filepath.Base(sock), true) // something changed there since the check
 	}
 	// From here the watcher owns s: a failed reply closes it and the

@@ -145,9 +145,8 @@ func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock s
 			if a, err := listenerAddr(sock); err != nil || a != claim {
 				break
 			}
-			dir := filepath.Dir(sock)
 			ok, err := t.probe(deadline, func() bool {
-				g, err := claimedDirs.add(t, dir) // before the check: a change after it is seen
+				g, err := claimedDirs.add(t, sock) // before the check: a change after it is seen
 				if err != nil {
 					return false // a claim we cannot keep an eye on is not taken
 				}
@@ -155,11 +154,11 @@ func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock s
 					gen = g
 					return true
 				}
-				claimedDirs.remove(t, dir)
+				claimedDirs.remove(t, sock)
 				return false
 			}, func(ok bool) {
 				if ok {
-					claimedDirs.remove(t, dir)
+					claimedDirs.remove(t, sock)
 				}
 			})
 			if errors.Is(err, errProbeTimeout) {
@@ -177,7 +176,7 @@ func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock s
 // unwatch drops c's use of its claimed path's directory watch.
 func (t *Transport) unwatch(c *conn) {
 	if c.claimedPath != "" {
-		claimedDirs.remove(t, filepath.Dir(c.claimedPath))
+		claimedDirs.remove(t, c.claimedPath)
 	}
 }
 
@@ -250,13 +249,16 @@ func (t *Transport) resolved(path string) (netip.AddrPort, bool) {
 		return a, true // the kernel did not say who listened (another pid namespace)
 	}
 	var pid int32
-	_, err := t.probe(time.Now().Add(handshakeTimeout), func() bool {
-		if cred, err := listeningCred(path, -1); err == nil {
+	known, err := t.probe(time.Now().Add(handshakeTimeout), func() bool {
+		cred, err := listeningCred(path, -1)
+		if err == nil {
 			pid = cred.Pid
 		}
-		return true
+		// Nobody listens there; anything else (a full backlog, no
+		// permission) says nothing.
+		return err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, errNotOwnSocket)
 	}, nil)
-	if err != nil || pid == c.listenPid {
+	if err != nil || !known || pid == c.listenPid {
 		return a, true // the same process, or no answer: keep it
 	}
 	t.revokeListener(a, pid)

@@ -34,10 +34,12 @@ const dirEvents = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
 type watchedDir struct {
-	wd    int32
-	gen   uint64             // events seen: a check that started before one must be redone
-	names map[string]int     // the names it was added by (a directory may have several), and their uses
-	subs  map[*Transport]int // connections of each transport that need the watch
+	wd      int32
+	gen     uint64             // events on the directory itself, or lost
+	names   map[string]int     // the names it was added by (a directory may have several), and their uses
+	subs    map[*Transport]int // connections of each transport that need the watch
+	claimed map[string]int     // the claimed sockets' names in it, and their uses
+	nameGen map[string]uint64  // events on each of those names
 }
 
 type dirWatcher struct {
@@ -49,49 +51,66 @@ type dirWatcher struct {
 
 var claimedDirs dirWatcher
 
-// add watches dir for t and returns its event count; undo with remove. It
-// looks dir up, so it may block on a hanging file system (see probe).
-func (w *dirWatcher) add(t *Transport, dir string) (uint64, error) {
+// add watches the directory of the socket path for t and returns the
+// count of events that concern path (see gen); undo with remove. It looks
+// the directory up, so it may block on a hanging file system (see probe):
+// not while holding w.mu, which the loop may need (remove).
+func (w *dirWatcher) add(t *Transport, path string) (uint64, error) {
+	dir, name := filepath.Dir(path), filepath.Base(path)
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.fd == 0 {
 		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 		if err != nil {
+			w.mu.Unlock()
 			return 0, err
 		}
 		w.fd = fd
 		w.byWD, w.byDir = make(map[int32]*watchedDir), make(map[string]*watchedDir)
 		go w.run(os.NewFile(uintptr(fd), "erpc-shm-inotify")) // read through the netpoller
 	}
+	fd := w.fd
 	d := w.byDir[dir]
+	w.mu.Unlock()
+	var wd int
 	if d == nil {
-		wd, err := unix.InotifyAddWatch(w.fd, dir, dirEvents)
-		if err != nil {
+		var err error
+		if wd, err = unix.InotifyAddWatch(fd, dir, dirEvents); err != nil {
 			return 0, err
 		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d = w.byDir[dir]; d == nil { // not added meanwhile, nor gone with its directory
+		if wd == 0 { // it was, and is gone: the directory too
+			return 0, unix.ENOENT
+		}
 		if d = w.byWD[int32(wd)]; d == nil {
-			d = &watchedDir{wd: int32(wd), names: map[string]int{}, subs: map[*Transport]int{}}
+			d = &watchedDir{wd: int32(wd), names: map[string]int{}, subs: map[*Transport]int{},
+				claimed: map[string]int{}, nameGen: map[string]uint64{}}
 			w.byWD[d.wd] = d
 		}
 		w.byDir[dir] = d
 	}
 	d.names[dir]++
 	d.subs[t]++
-	return d.gen, nil
+	d.claimed[name]++
+	return d.gen + d.nameGen[name], nil
 }
 
-// gen returns dir's event count.
-func (w *dirWatcher) gen(dir string) uint64 {
+// gen returns the count of events that concern the socket path: on its
+// name, on its directory, or lost.
+func (w *dirWatcher) gen(path string) uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if d := w.byDir[dir]; d != nil {
-		return d.gen
+	if d := w.byDir[filepath.Dir(path)]; d != nil {
+		return d.gen + d.nameGen[filepath.Base(path)]
 	}
-	return 0
+	return ^uint64(0) // gone with its directory
 }
 
-// remove drops one of t's uses of dir's watch.
-func (w *dirWatcher) remove(t *Transport, dir string) {
+// remove drops one of t's uses of the watch of path's directory.
+func (w *dirWatcher) remove(t *Transport, path string) {
+	dir, name := filepath.Dir(path), filepath.Base(path)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	d := w.byDir[dir]
@@ -104,6 +123,10 @@ func (w *dirWatcher) remove(t *Transport, dir string) {
 	}
 	if d.subs[t]--; d.subs[t] <= 0 {
 		delete(d.subs, t)
+	}
+	if d.claimed[name]--; d.claimed[name] <= 0 {
+		delete(d.claimed, name)
+		delete(d.nameGen, name)
 	}
 	if len(d.names) == 0 {
 		unix.InotifyRmWatch(w.fd, uint32(d.wd))
@@ -129,7 +152,13 @@ func (w *dirWatcher) run(f *os.File) {
 		var checks []check
 		w.mu.Lock()
 		queue := func(d *watchedDir, name string, probe bool) {
-			d.gen++
+			if name == "" {
+				d.gen++
+			} else if d.claimed[name] == 0 {
+				return // no claimed socket's name: nothing to do
+			} else {
+				d.nameGen[name]++
+			}
 			for t := range d.subs {
 				for dir := range d.names {
 					checks = append(checks, check{t, dir, name, probe})

@@ -132,3 +132,53 @@ func TestHostileProbesBounded(t *testing.T) {
 		t.Errorf("%d connected (%d unverified), %d failed; want %d connected, all unverified, %d failed", connected, u, failed, n-maxProbes, maxProbes)
 	}
 }
+
+// TestHostileProbeHangSparesOthers: while a probe blocks on a file system
+// that never answers (here in the watch of the claimed socket's directory,
+// whose lookup blocks), the checks of other claims go on (they share the
+// process's directory watches, whose lock the blocked one must not hold),
+// and the loop's GonePeers, which releases watches, does not wait for it.
+func TestHostileProbeHangSparesOthers(t *testing.T) {
+	shortHandshakes(t, 500*time.Millisecond)
+	tr, path := hostileListener(t, Options{})
+	sock := hangingFUSE(t, filepath.Dir(path))
+	// A socket in a directory of the file system: the lookup of that
+	// directory, for its watch, blocks already.
+	sock = filepath.Join(filepath.Dir(sock), "sub", "s.sock")
+	claim, _ := listenerAddr(sock)
+	go rawDial(path, minRingSize, rawOpts{seals: sealsNeeded, bell: -1, claim: claim, path: sock})
+	if n := waitProbes(tr, 1); n != 1 {
+		t.Fatalf("%d probes in flight, want the hostile one", n)
+	}
+	time.Sleep(50 * time.Millisecond) // blocked in the file system by now
+
+	v, err := Listen(filepath.Join(filepath.Dir(path), "v.sock"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if _, err := v.Resolve(path); err != nil {
+		t.Fatalf("an honest listener cannot connect while a probe hangs: %v", err)
+	}
+	t.Logf("connected in %v", time.Since(start))
+	waitConns(t, tr, 1)
+	if c := tr.snap.Load().byAddr[v.LocalAddr()]; c == nil || tr.Stats().Unverified != 0 {
+		t.Fatalf("the honest listener's claim was not vouched for while a probe hangs (%d unverified)", tr.Stats().Unverified)
+	}
+	v.Close()
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		for end := time.Now().Add(5 * time.Second); tr.Stats().Peers != 0 && time.Now().Before(end); time.Sleep(time.Millisecond) {
+		}
+		tr.GonePeers(nil) // releases the connection and its directory watch
+	}()
+	select {
+	case <-released:
+	case <-time.After(5 * time.Second):
+		t.Fatal("GonePeers blocked behind the hanging probe")
+	}
+	if n := tr.probing.Load(); n != 1 {
+		t.Fatalf("%d probes in flight, want the hostile one still blocked", n)
+	}
+}
