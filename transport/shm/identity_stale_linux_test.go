@@ -137,6 +137,13 @@ func TestHostileStaleListenerClaim(t *testing.T) {
 // not ours: another process that listened at a's path then). Its socket's
 // other end is returned, to close.
 func fakeListenerConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32) (*conn, error) {
+	return fakeClaimedConn(t, tr, a, pid, "")
+}
+
+// fakeClaimedConn is fakeListenerConn for a connection whose address was
+// taken from a claim of the socket at claimed ("": none), whose directory
+// is then watched.
+func fakeClaimedConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32, claimed string) (*conn, error) {
 	t.Helper()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -157,7 +164,14 @@ func fakeListenerConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32) 
 	}
 	c := newConn(a, fc.(*net.UnixConn), mems[0], mems[1], minRingSize, -1)
 	c.listenPid = pid
+	if claimed != "" {
+		if _, err := claimedDirs.add(tr, claimed); err != nil {
+			t.Fatal(err)
+		}
+		c.claimedPath, c.claimedUid = claimed, uint32(os.Getuid())
+	}
 	if err := tr.register(c, false); err != nil {
+		tr.unwatch(c)
 		c.sock.Close()
 		c.unmap()
 		return nil, err
@@ -247,5 +261,63 @@ func TestListenerAddressRecheckedOnConflict(t *testing.T) {
 	lost(old, "a newer connection")
 	if c := l.snap.Load().byAddr[addrW]; c != newer {
 		t.Fatal("the address does not lead to the newer connection")
+	}
+}
+
+// TestClaimedAddressRechecked: a connection whose listener address was
+// taken from a claim loses it when the claimed socket's name changes in
+// its directory (here a file created there: the socket that was checked
+// is not at the path any more), at once, without a probe; and when a
+// probe (after lost events) finds nobody listening there. A probe that
+// finds the connection's own process listening keeps it.
+func TestClaimedAddressRechecked(t *testing.T) {
+	l, pathL := hostileListener(t, Options{})
+	dir := filepath.Dir(pathL)
+	stale := int32(1 << 22) // no process of ours
+	waitKind := func(c *conn, want byte, what string) {
+		t.Helper()
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if kind, _, _ := addrKind(c.peer()); kind == want {
+				return
+			}
+		}
+		t.Fatalf("%s: the connection is known as %v", what, c.peer())
+	}
+
+	pathA := filepath.Join(dir, "a.sock")
+	addrA, _ := listenerAddr(pathA)
+	a, err := fakeClaimedConn(t, l, addrA, stale, pathA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(pathA, nil, 0o600); err != nil { // the name changes
+		t.Fatal(err)
+	}
+	waitKind(a, kindAssigned, "the claimed name changed")
+
+	pathB := filepath.Join(dir, "b.sock")
+	addrB, _ := listenerAddr(pathB)
+	b, err := fakeClaimedConn(t, l, addrB, stale, pathB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pathV := filepath.Join(dir, "v.sock")
+	v, err := Listen(pathV, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	kept, err := fakeClaimedConn(t, l, v.LocalAddr(), int32(os.Getpid()), pathV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.recheckDir(dir, "", true) // as after lost events: probe them all
+	waitKind(b, kindAssigned, "a probe found nobody listening")
+	time.Sleep(100 * time.Millisecond)
+	if kind, _, _ := addrKind(kept.peer()); kind != kindListener {
+		t.Fatalf("the connection of the process listening at its path lost its address: %v", kept.peer())
+	}
+	if n := l.Stats().Revoked; n != 2 {
+		t.Fatalf("Stats.Revoked %d, want 2", n)
 	}
 }

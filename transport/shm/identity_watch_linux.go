@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -237,7 +238,14 @@ func (t *Transport) recheckDir(dir, name string, probe bool) {
 }
 
 // recheckClaims probes the claimed path of each connection queued by
-// recheckDir and drops those whose process no longer listens there.
+// recheckDir and revokes the address of those whose process the kernel
+// says no longer listens there (another process does, nobody does, or the
+// file is not a socket of the connector's user). A probe that says nothing
+// (no answer in time, too many in flight, a full listen backlog) is tried
+// again 100 ms later, for as long as the connection lives: a third party
+// that makes probes fail (a hanging file system of its own) must not take
+// honest peers' addresses away, and the address stays contested anyway
+// (supersedes, resolved).
 func (t *Transport) recheckClaims() {
 	defer t.wg.Done()
 	for {
@@ -250,21 +258,34 @@ func (t *Transport) recheckClaims() {
 			return
 		}
 		t.mu.Unlock()
+		var undecided []*conn
 		for _, c := range q {
 			if kind, _, _ := addrKind(c.peer()); c.dead.Load() || kind != kindListener {
 				continue
 			}
-			// A check that does not answer in time, or cannot start,
-			// fails: the address is kept only while the kernel says so.
-			if ok, _ := t.probe(time.Now().Add(handshakeTimeout), func() bool {
+			var listens bool
+			decided, err := t.probe(time.Now().Add(handshakeTimeout), func() bool {
 				cred, err := listeningCred(c.claimedPath, int64(c.claimedUid))
-				return err == nil && cred.Pid == c.listenPid
-			}, nil); ok {
-				continue
+				listens = err == nil && cred.Pid == c.listenPid
+				return err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, errNotOwnSocket)
+			}, nil)
+			switch {
+			case err != nil || !decided:
+				undecided = append(undecided, c)
+			case !listens:
+				t.mu.Lock()
+				t.revokeLocked(c)
+				t.publishLocked()
+				t.mu.Unlock()
+			}
+		}
+		if len(undecided) > 0 {
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-t.closing:
 			}
 			t.mu.Lock()
-			t.revokeLocked(c)
-			t.publishLocked()
+			t.recheck = append(t.recheck, undecided...)
 			t.mu.Unlock()
 		}
 	}
