@@ -16,30 +16,41 @@ import (
 // later one as the peer frees room: each Receive and Send moves what fits,
 // and Wait sleeps at most backlogRetry while anything waits.
 //
-// The engine's credits bound the datagrams a session has in flight, so a
-// backlog stays bounded. A peer that stops reading altogether (hung or
-// hostile, not dead: death closes its socket) could still make backlogs
-// grow with new sessions and requests; past maxBacklog bytes over all
-// connections, datagrams are dropped and counted, and the sessions to
-// that peer end by their failure timeout since it answers nothing either.
+// A peer that stops reading (hung or hostile, not dead: death closes its
+// socket) could make its backlog grow with new sessions and requests, so
+// backlogs are bounded: each connection's at maxConnBacklog bytes (a
+// datagram beyond is dropped and counted), all together at maxBacklog.
+// When a datagram does not fit in the total, room is made by dropping the
+// newest datagrams of the largest backlog, unless the datagram's own
+// connection has the largest: then the datagram is dropped. So one
+// connection that stops reading can never cause a drop to another (their
+// two backlogs, at most maxConnBacklog each, fit in the total), and
+// several can only cause drops to a connection whose backlog is larger
+// than each of theirs. A reading peer's backlog stays small: the engine's
+// credits bound each session to 32 packets in flight, which the peer's
+// ring mostly holds. The sessions to a peer that stopped reading end by
+// their failure timeout, since it answers nothing either.
 const (
-	backlogRetry = 100 * time.Microsecond
-	maxBacklog   = 64 << 20
+	backlogRetry   = 100 * time.Microsecond
+	maxBacklog     = 64 << 20
+	maxConnBacklog = maxBacklog / 2
 )
 
 // backlog is a connection's queue of datagrams waiting for ring space,
-// owned by the event loop: q[head:] in order.
+// owned by the event loop: q[head:] in order, bytes long.
 type backlog struct {
-	q    [][]byte
-	head int
+	q     [][]byte
+	head  int
+	bytes int
 }
 
 func (b *backlog) empty() bool { return b.head == len(b.q) }
 
-// queueBacklog queues m for c, copied into a spare buffer.
+// queueBacklog queues m for c, copied into a spare buffer, or drops it
+// (see maxBacklog).
 func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
 	n := m.Len()
-	if t.backlogBytes+n > maxBacklog {
+	if c.backlog.bytes+n > maxConnBacklog || !t.makeBacklogRoom(c, n) {
 		t.dropped.Add(1)
 		return
 	}
@@ -54,8 +65,46 @@ func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
 		t.backlogged++
 	}
 	c.backlog.q = append(c.backlog.q, buf)
+	c.backlog.bytes += n
 	t.backlogBytes += n
 	t.backlogs.Add(1)
+}
+
+// makeBacklogRoom makes room for n more bytes of c's in the backlogs,
+// dropping the newest datagrams of the largest backlog while it is larger
+// than c's; false if c's is the largest.
+func (t *Transport) makeBacklogRoom(c *conn, n int) bool {
+	for t.backlogBytes+n > maxBacklog {
+		var big *conn
+		for _, o := range t.snap.Load().conns {
+			if o != c && (big == nil || o.backlog.bytes > big.backlog.bytes) {
+				big = o
+			}
+		}
+		if big == nil || big.backlog.bytes <= c.backlog.bytes {
+			return false
+		}
+		t.dropNewest(big)
+	}
+	return true
+}
+
+// dropNewest drops the last datagram of c's backlog, which is not empty.
+func (t *Transport) dropNewest(c *conn) {
+	b := &c.backlog
+	d := b.q[len(b.q)-1]
+	b.q[len(b.q)-1] = nil
+	b.q = b.q[:len(b.q)-1]
+	b.bytes -= len(d)
+	t.backlogBytes -= len(d)
+	t.dropped.Add(1)
+	if len(t.spare) < 64 {
+		t.spare = append(t.spare, d[:0])
+	}
+	if b.empty() {
+		b.q, b.head = b.q[:0], 0
+		t.backlogged--
+	}
 }
 
 // flush moves c's backlog into its ring while there is room and reports
@@ -76,6 +125,7 @@ func (t *Transport) flush(c *conn) bool {
 		b.q[b.head] = nil
 		b.head++
 		moved = true
+		b.bytes -= len(d)
 		t.backlogBytes -= len(d)
 		if len(t.spare) < 64 {
 			t.spare = append(t.spare, d[:0])

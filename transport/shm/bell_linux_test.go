@@ -13,12 +13,12 @@ import (
 	"github.com/erpc-go/erpc/transport"
 )
 
-// TestStaleRing: a peer may load our sleeping word set by one Wait and do
-// its compare-and-swap (and ring) only after we consumed its record and
-// set the word again in the next Wait. That ring finds nothing to read,
-// and has cleared the word: a Wait that slept on after it would never be
-// rung for the next record. Wait returns on every ring, so that the
-// loop's next Wait sets the word again.
+// TestStaleRing: a peer may load our sleeping word set by one Wait and
+// ring only after we consumed its record and slept again. That ring finds
+// nothing to read, and the peer has rung for that sleep: a Wait that slept
+// on after it must still be rung for the next record. Wait returns on
+// every ring, and the loop's next Wait sets a new epoch, which the peer
+// rings again.
 func TestStaleRing(t *testing.T) {
 	dir, err := os.MkdirTemp("", "erpcshm")
 	if err != nil {
@@ -66,7 +66,7 @@ func TestStaleRing(t *testing.T) {
 	asleep := func(what string) {
 		t.Helper()
 		deadline := time.Now().Add(time.Second)
-		for !(y.waiting.Load() && yc.sleeping.Load() == 1) {
+		for !(y.waiting.Load() && yc.sleeping.Load() != 0) {
 			if time.Now().After(deadline) {
 				t.Fatalf("y does not sleep with its word set %s", what)
 			}
@@ -75,13 +75,19 @@ func TestStaleRing(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // parked on its bell
 	}
 	asleep("at first")
-	// The stale ring: ringPeer's compare-and-swap and ring, with nothing
-	// published.
-	if !toY.peerSleeping.CompareAndSwap(1, 0) {
+	// The stale ring: ringPeer's ring, with nothing published.
+	epoch := toY.peerSleeping.Load()
+	if epoch == 0 {
 		t.Fatal("y's word is not set")
 	}
-	ring(toY.peerBell)
-	asleep("after a stale ring") // the loop's next Wait set it again
+	toY.ringPeer()
+	if toY.rung != epoch {
+		t.Fatalf("x rang epoch %d, y sleeps in %d", toY.rung, epoch)
+	}
+	asleep("after a stale ring") // the loop's next Wait set a new epoch
+	if e := toY.peerSleeping.Load(); e == epoch {
+		t.Fatalf("y sleeps again in epoch %d", e)
+	}
 	if err := x.Send([]transport.Message{{To: to, Head: []byte("x")}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -15,17 +16,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The shared mapping of one connection, created by the connecting side:
+// Each side of a connection creates the memory it writes, and maps the
+// peer's read-only: a memfd of its own,
 //
-//	[0, 4096)                       header: magic, ring size, head counters, sleeping words
-//	[4096, 4096+R)                  ring 0: connector -> listener
-//	[4096+R, 4096+2R)               ring 1: listener -> connector
+//	[0, 4096)         header: magic, ring size R, head, sleeping word
+//	[4096, 4096+R)    the ring it produces (its datagrams to the peer)
 //
-// Each counter and word sits 128 bytes from the next (a cache line of its
-// own, and no sharing through adjacent-line prefetch). The sleeping words
-// are per connection and per side: a side sets its word in every
-// connection before it sleeps, and a peer rings it only if it finds the
-// word of their connection set.
+// where head is what it consumed of the peer's ring (which the peer's
+// producer reads) and the sleeping word is its own (which the peer's
+// producer reads before it rings). Each word sits 128 bytes or more from
+// the next (a cache line of its own, and no sharing through adjacent-line
+// prefetch). So no side ever writes into memory the peer created, and no
+// record of ours lies where the peer can write.
+//
+// A side maps its memfd writable, then seals it: F_SEAL_SHRINK,
+// F_SEAL_GROW, and F_SEAL_FUTURE_WRITE (then F_SEAL_SEAL), which refuses
+// every later writable mapping, write(2), and, on tmpfs, hole punching
+// (fallocate PUNCH_HOLE, madvise MADV_REMOVE) to everyone, the creator
+// included: its own mapping stays writable. A side maps the peer's memfd
+// only after checking those three seals: a mapping the peer could shrink
+// would kill us with SIGBUS, and a punch in progress over a page makes
+// every fault on it wait until the punch is done (shmem_fault), so a peer
+// that could punch its memory could stall our loop, for hundreds of
+// milliseconds a punch, at any atomic load of its ring. Sealed, the pages
+// a side reads stay as they are but for the peer's writes through its own
+// mapping. The same holds for the memfd we pass: the peer cannot punch it.
 //
 // The handshake over the SOCK_SEQPACKET unix socket is three messages of
 // 64 bytes (the hello, more if it names a socket), each starting with the
@@ -38,23 +53,23 @@ import (
 //     data and costs the listener no goroutine.
 //  2. The connector sends: ring size R, the address it claims (16 bytes and
 //     a port) and, after the 64 bytes, the absolute path of its listening
-//     socket if it has one, with SCM_RIGHTS [rings memfd, bell socket]. The
-//     memfd is sealed with F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL; the bell
-//     socket is a fresh unix datagram socket connected to the connector's
-//     bell.
-//  3. The listener checks the memfd's seals (SHRINK and GROW: this also
-//     proves a memfd), its file system (tmpfs, not hugetlbfs) and its size,
-//     all before mapping it; then the header (magic and R, each read once)
-//     and that the bell is a unix datagram socket. It takes the claimed
-//     address only if the kernel vouches for it, else it assigns one
-//     (identity_linux.go). It answers: status (0 ok, 1 already connected
-//     to that peer), the address it knows the connector by, with [its own
-//     fresh bell socket], which the connector checks the same way.
+//     socket if it has one, with SCM_RIGHTS [its memfd, bell socket]. The
+//     bell socket is a fresh unix datagram socket connected to the
+//     connector's bell.
+//  3. The listener checks the memfd's seals (SHRINK, GROW and FUTURE_WRITE:
+//     this also proves a memfd), its file system (tmpfs, not hugetlbfs)
+//     and its size, all before mapping it; then the header (magic and R,
+//     each read once) and that the bell is a unix datagram socket. It
+//     takes the claimed address only if the kernel vouches for it, else it
+//     assigns one (identity_linux.go). It answers: status (0 ok, 1 already
+//     connected to that peer), the address it knows the connector by, with
+//     [its own fresh bell socket, its memfd of the same size], which the
+//     connector checks the same way.
 //
 // The addresses in the greeting and the reply are information only: the
 // connector knows the listener by the path it dialed.
 //
-// Both close the memfd once mapped, and keep the bell socket the peer
+// Both close the memfds once mapped, and keep the bell socket the peer
 // passed to ring it (send, MSG_DONTWAIT): the memory lives as long as a
 // mapping does, and appears in no file system. The listener gives a
 // connection handshakeTimeout from its accept to step 3. After the
@@ -64,11 +79,9 @@ const (
 	pageSize  = 4096
 	hdrMagic  = 0
 	hdrRing   = 8
-	hdrHead0  = 384
-	hdrHead1  = 640
-	hdrSleep0 = 768                // the connector sleeps
-	hdrSleep1 = 896                // the listener sleeps
-	memMagic  = 0x346d687363707265 // "erpcshm4": records carry their ready stamp
+	hdrHead   = 384
+	hdrSleep  = 768
+	memMagic  = 0x356d687363707265 // "erpcshm5": each side's memory its own, sealed against writes of others
 	helloSize = 64
 
 	statusOK        = 0
@@ -82,50 +95,54 @@ var handshakeTimeout = 5 * time.Second
 
 // conn is a connection to one peer.
 type conn struct {
-	peer         netip.AddrPort
-	sock         *net.UnixConn  // open while the peer lives
-	mem          []byte         // the header and the rings
-	sleeping     *atomic.Uint32 // our word in the header: set while we sleep
-	peerSleeping *atomic.Uint32 // the peer's
-	peerBell     int            // the socket the peer passed to ring it; -1 once closed
+	addr         atomic.Pointer[netip.AddrPort] // the peer's address; replaced only if it loses it (identity_linux.go)
+	sock         *net.UnixConn                  // open while the peer lives
+	mem          []byte                         // ours: the header and the ring we produce
+	peerMem      []byte                         // the peer's, read-only: its header and the ring we consume
+	sleeping     *atomic.Uint64                 // our word (in mem): the Wait's epoch while we sleep, else 0
+	peerSleeping *atomic.Uint64                 // the peer's (in peerMem)
+	rung         uint64                         // the peer's epoch we last rang (the loop's)
+	peerBell     int                            // the socket the peer passed to ring it; -1 once closed
 	out          producer
 	in           consumer
 	backlog      backlog // datagrams waiting for room in out (the loop's)
 	dead         atomic.Bool
+
+	// listenPid is, for a peer known by a listener address, the pid of
+	// the process that the kernel said listens at that address's path
+	// when the connection was made (0 for other peers): see supersedes.
+	listenPid   int32
+	claimedPath string // for a listener address taken from a claim: its socket, whose directory is watched
+	claimedUid  uint32 // and the connector's user
 }
+
+// peer is the address the peer is known by.
+func (c *conn) peer() netip.AddrPort { return *c.addr.Load() }
 
 func atomicU64(b []byte, off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b[off]))
 }
 
-func atomicU32(b []byte, off int) *atomic.Uint32 {
-	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
-}
-
-// newConn makes a connection over the rings in mem, pageSize+2*ring bytes
-// (ring as validated in the handshake: the header's copy is never read
-// again); it owns peerBell.
-func newConn(peer netip.AddrPort, sock *net.UnixConn, mem []byte, ring int, peerBell int, connector bool) *conn {
-	mem = mem[: pageSize+2*ring : pageSize+2*ring]
-	c := &conn{peer: peer, sock: sock, mem: mem, peerBell: peerBell}
-	ring0 := mem[pageSize : pageSize+ring : pageSize+ring]
-	ring1 := mem[pageSize+ring:]
-	h0, h1 := atomicU64(mem, hdrHead0), atomicU64(mem, hdrHead1)
-	s0, s1 := atomicU32(mem, hdrSleep0), atomicU32(mem, hdrSleep1)
-	if connector {
-		c.out, c.in = newProducer(h0, ring0), newConsumer(h1, ring1)
-		c.sleeping, c.peerSleeping = s0, s1
-	} else {
-		c.out, c.in = newProducer(h1, ring1), newConsumer(h0, ring0)
-		c.sleeping, c.peerSleeping = s1, s0
-	}
+// newConn makes a connection over our memory mem and the peer's peerMem,
+// pageSize+ring bytes each (ring as validated in the handshake: the
+// header's copy is never read again); it owns peerBell.
+func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerMem []byte, ring int, peerBell int) *conn {
+	size := pageSize + ring
+	mem, peerMem = mem[:size:size], peerMem[:size:size]
+	c := &conn{sock: sock, mem: mem, peerMem: peerMem, peerBell: peerBell}
+	c.addr.Store(&peer)
+	c.out = newProducer(atomicU64(peerMem, hdrHead), mem[pageSize:])
+	c.in = newConsumer(atomicU64(mem, hdrHead), peerMem[pageSize:])
+	c.sleeping, c.peerSleeping = atomicU64(mem, hdrSleep), atomicU64(peerMem, hdrSleep)
 	return c
 }
 
-// ringPeer wakes the peer if it sleeps. Only the producer that clears the
-// sleeping word rings, so a busy stream costs one atomic load per record.
+// ringPeer wakes the peer if it sleeps: once per sleep, which the peer
+// numbers (its Wait's epoch in its word), so a busy stream costs one
+// atomic load per record and no write to the peer's memory.
 func (c *conn) ringPeer() {
-	if c.peerSleeping.Load() != 0 && c.peerSleeping.CompareAndSwap(1, 0) {
+	if w := c.peerSleeping.Load(); w != 0 && w != c.rung {
+		c.rung = w
 		ring(c.peerBell)
 	}
 }
@@ -144,6 +161,10 @@ func (c *conn) unmap() {
 	if c.mem != nil {
 		unix.Munmap(c.mem)
 		c.mem = nil
+	}
+	if c.peerMem != nil {
+		unix.Munmap(c.peerMem)
+		c.peerMem = nil
 	}
 	if c.peerBell >= 0 {
 		unix.Close(c.peerBell)
@@ -210,65 +231,6 @@ func checkBell(fd int) error {
 	return nil
 }
 
-// createShared makes a memfd of size bytes, seals its size and maps it.
-func createShared(name string, size int) (int, []byte, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	if err != nil {
-		return -1, nil, fmt.Errorf("shm: memfd_create: %w", err)
-	}
-	if err := unix.Ftruncate(fd, int64(size)); err != nil {
-		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: ftruncate: %w", err)
-	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
-		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: seal: %w", err)
-	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		unix.Close(fd)
-		return -1, nil, fmt.Errorf("shm: mmap: %w", err)
-	}
-	return fd, mem, nil
-}
-
-// mapShared maps a memfd received from a peer, which must be size bytes
-// and sealed so that its size cannot change: a mapping beyond the end of a
-// file faults with SIGBUS. The seals are checked first: F_GET_SEALS
-// succeeds only on a memfd (no file system is called), and once SHRINK and
-// GROW are set they stay, so the size checked after them holds for good.
-func mapShared(fd, size int) ([]byte, error) {
-	const need = unix.F_SEAL_SHRINK | unix.F_SEAL_GROW
-	seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
-	if err != nil {
-		return nil, fmt.Errorf("shm: peer's shared memory is not a memfd: %w", err)
-	}
-	if seals&need != need {
-		return nil, fmt.Errorf("shm: peer's shared memory is not sealed against resizing (seals %#x)", seals)
-	}
-	// A sealed file is on tmpfs or hugetlbfs; hugetlbfs pages can run out
-	// at fault time (SIGBUS again).
-	var fs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &fs); err != nil {
-		return nil, fmt.Errorf("shm: fstatfs: %w", err)
-	}
-	if fs.Type != unix.TMPFS_MAGIC {
-		return nil, fmt.Errorf("shm: peer's shared memory is on file system %#x, not tmpfs", fs.Type)
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("shm: fstat: %w", err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size != int64(size) {
-		return nil, fmt.Errorf("shm: peer's shared memory is %d bytes, want %d", st.Size, size)
-	}
-	mem, err := unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("shm: mmap: %w", err)
-	}
-	return mem, nil
-}
-
 // dial connects to the endpoint listening at path: it waits for the
 // greeting, creates the rings, passes them and a bell socket, and checks
 // the bell socket it gets back.
@@ -287,15 +249,17 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, net.ErrClosed
 	}
 	var (
-		mem []byte
-		ok  bool
+		mem, peerMem []byte
+		ok           bool
 	)
 	defer func() {
 		t.trackHandshake(s, false)
 		if !ok {
 			s.Close()
-			if mem != nil {
-				unix.Munmap(mem)
+			for _, m := range [][]byte{mem, peerMem} {
+				if m != nil {
+					unix.Munmap(m)
+				}
 			}
 		}
 	}()
@@ -312,12 +276,10 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	case status != statusOK:
 		return zero, errHandshake
 	}
-	fd, mem, err := createShared("erpc-shm", pageSize+2*t.ringSize)
+	fd, mem, err := createShared(t.ringSize)
 	if err != nil {
 		return zero, err
 	}
-	binary.LittleEndian.PutUint64(mem[hdrMagic:], memMagic)
-	binary.LittleEndian.PutUint64(mem[hdrRing:], uint64(t.ringSize))
 	bell, err := t.newBellSender()
 	if err != nil {
 		unix.Close(fd)
@@ -336,14 +298,14 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	if err != nil {
 		return zero, fmt.Errorf("shm: handshake: %w", err)
 	}
-	reply, fds, err := readMsg(s, 1)
+	reply, fds, err := readMsg(s, 2)
 	if err != nil {
 		return zero, err
 	}
 	// The listener is the endpoint at path, whatever it says it is.
 	status, _, err := parseReply(reply)
 	peer, aerr := listenerAddr(path)
-	if err != nil || aerr != nil || status == statusFull || (status == statusOK) != (len(fds) == 1) {
+	if err != nil || aerr != nil || status == statusFull || (status == statusOK) != (len(fds) == 2) {
 		closeAll(fds)
 		return zero, errHandshake
 	}
@@ -362,10 +324,20 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		closeAll(fds)
 		return zero, err
 	}
+	peerMem, err = mapPeer(fds[1], t.ringSize)
+	unix.Close(fds[1])
+	if err != nil {
+		unix.Close(fds[0])
+		return zero, err
+	}
 	s.SetDeadline(time.Time{})
-	c := newConn(peer, s, mem, t.ringSize, fds[0], true)
+	c := newConn(peer, s, mem, peerMem, t.ringSize, fds[0])
+	if cred, err := peerCred(s); err == nil { // whoever called listen on the socket we reached
+		c.listenPid = cred.Pid
+	}
 	if err := t.register(c, false); err != nil {
-		unix.Close(c.peerBell)
+		c.unmap() // the bell, and the memory, which the deferred cleanup then skips
+		mem, peerMem = nil, nil
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
 			t.remember(path, peer)
 			return peer, nil
@@ -401,7 +373,8 @@ func (t *Transport) refuse(s *net.UnixConn) {
 // accept runs the listening side of the handshake on a new connection. It
 // returns nil once the connection is registered (then the watcher owns s).
 func (t *Transport) accept(s *net.UnixConn) error {
-	s.SetDeadline(time.Now().Add(handshakeTimeout))
+	deadline := time.Now().Add(handshakeTimeout)
+	s.SetDeadline(deadline)
 	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, t.local), nil, nil); err != nil {
 		return fmt.Errorf("shm: handshake: %w", err)
 	}
@@ -421,40 +394,56 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	if err != nil {
 		return fmt.Errorf("shm: peer credentials: %w", err)
 	}
-	mem, err := mapShared(fds[0], pageSize+2*ring)
+	peerMem, err := mapPeer(fds[0], ring)
 	if err != nil {
 		return err
 	}
-	// Each word read once: the peer may change them at any time.
-	magic, r := binary.LittleEndian.Uint64(mem[hdrMagic:]), binary.LittleEndian.Uint64(mem[hdrRing:])
-	if magic != memMagic || r != uint64(ring) {
-		unix.Munmap(mem)
-		return errHandshake
-	}
 	if err := checkBell(fds[1]); err != nil {
-		unix.Munmap(mem)
+		unix.Munmap(peerMem)
 		return err
 	}
 	bell, err := t.newBellSender()
 	if err != nil {
-		unix.Munmap(mem)
+		unix.Munmap(peerMem)
 		return err
 	}
 	defer unix.Close(bell)
-	peer, _ := t.connectorAddr(cred, claim, sock) // after every check that can refuse: only a handshake that passes them costs a probe
-	c := newConn(peer, s, mem, ring, fds[1], false)
+	memFD, mem, err := createShared(ring)
+	if err != nil {
+		unix.Munmap(peerMem)
+		return err
+	}
+	defer unix.Close(memFD)
+	// After every check that can refuse: only a handshake that passes
+	// them costs a probe.
+	peer, verified, gen, err := t.connectorAddr(cred, claim, sock, deadline)
+	if err != nil {
+		unix.Munmap(peerMem)
+		unix.Munmap(mem)
+		return err
+	}
+	c := newConn(peer, s, mem, peerMem, ring, fds[1])
+	if kind, _, _ := addrKind(peer); verified && kind == kindListener {
+		// The process listening at sock, checked just now; its directory
+		// is watched from before the check (identity_watch_linux.go).
+		c.listenPid, c.claimedPath, c.claimedUid = cred.Pid, sock, cred.Uid
+	}
 	fds = fds[:1] // c owns the peer's bell
 	if err := t.register(c, true); err != nil {
+		t.unwatch(c)
 		c.unmap()
 		if errors.Is(err, errDuplicate) {
 			s.WriteMsgUnix(listenerMsg(statusDuplicate, peer), nil, nil)
 		}
 		return err
 	}
+	if c.claimedPath != "" && claimedDirs.gen(sock) != gen {
+		t.recheckDir(filepath.Dir(sock), filepath.Base(sock), true) // something changed there since the check
+	}
 	// From here the watcher owns s: a failed reply closes it and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
-	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, peer), unix.UnixRights(bell), nil); err != nil {
+	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, peer), unix.UnixRights(bell, memFD), nil); err != nil {
 		s.Close()
 	}
 	return nil

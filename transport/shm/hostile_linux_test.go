@@ -47,20 +47,22 @@ func errText(err error) string {
 
 // rawPeer is the hostile side of one connection.
 type rawPeer struct {
-	sock     int
-	memfd    int // kept open, to misbehave with
-	mem      []byte
-	ring     int
-	addr     netip.AddrPort
-	bellRecv int // our bell, which we may never read
-	bellSend int // the socket we passed to the listener (our copy)
-	peerBell int // the listener's bell socket
-	out      producer
-	in       consumer
+	sock      int
+	memfd     int    // ours, kept open, to misbehave with
+	mem       []byte // ours, writable: header and the ring we produce
+	peerMemfd int    // the listener's, kept open, to misbehave with
+	peerMem   []byte // the listener's, read-only
+	ring      int
+	addr      netip.AddrPort
+	bellRecv  int // our bell, which we may never read
+	bellSend  int // the socket we passed to the listener (our copy)
+	peerBell  int // the listener's bell socket
+	out       producer
+	in        consumer
 }
 
 type rawOpts struct {
-	seals  int              // seals on the memfd; -1: a memfd that cannot be sealed
+	seals  int              // seals on the memfd (FUTURE_WRITE once mapped); -1: a memfd that cannot be sealed
 	bell   int              // descriptor passed as our bell; -1: a proper socket
 	before func(p *rawPeer) // runs once the memory is mapped, before the hello
 	claim  netip.AddrPort   // the address we claim; zero: a client address of ours
@@ -144,7 +146,7 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	p := &rawPeer{sock: s, ring: ring, addr: o.claim, memfd: -1, bellRecv: -1, bellSend: -1, peerBell: -1}
+	p := &rawPeer{sock: s, ring: ring, addr: o.claim, memfd: -1, peerMemfd: -1, bellRecv: -1, bellSend: -1, peerBell: -1}
 	if !p.addr.IsValid() {
 		p.addr = clientAddr()
 	}
@@ -158,7 +160,7 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 		unix.Close(s)
 		return nil, statusText(st), nil
 	}
-	size := pageSize + 2*ring
+	size := pageSize + ring
 	flags := unix.MFD_CLOEXEC
 	if o.seals >= 0 {
 		flags |= unix.MFD_ALLOW_SEALING
@@ -169,13 +171,18 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 	if err := unix.Ftruncate(p.memfd, int64(size)); err != nil {
 		return nil, "", err
 	}
-	if o.seals > 0 {
-		if _, err := unix.FcntlInt(uintptr(p.memfd), unix.F_ADD_SEALS, o.seals); err != nil {
+	if seals := o.seals &^ unix.F_SEAL_FUTURE_WRITE; o.seals > 0 && seals != 0 {
+		if _, err := unix.FcntlInt(uintptr(p.memfd), unix.F_ADD_SEALS, seals); err != nil {
 			return nil, "", err
 		}
 	}
 	if p.mem, err = unix.Mmap(p.memfd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED); err != nil {
 		return nil, "", err
+	}
+	if o.seals > 0 && o.seals&unix.F_SEAL_FUTURE_WRITE != 0 {
+		if _, err := unix.FcntlInt(uintptr(p.memfd), unix.F_ADD_SEALS, unix.F_SEAL_FUTURE_WRITE); err != nil {
+			return nil, "", err
+		}
 	}
 	binary.LittleEndian.PutUint64(p.mem[hdrMagic:], memMagic)
 	binary.LittleEndian.PutUint64(p.mem[hdrRing:], uint64(ring))
@@ -198,7 +205,7 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 		return nil, "", err
 	}
 	st, fds, err = rawRead(s)
-	if err != nil || st != statusOK || len(fds) != 1 {
+	if err != nil || st != statusOK || len(fds) != 2 {
 		closeAll(fds)
 		unix.Close(s) // p.mem stays mapped: a goroutine of before may write it
 		switch {
@@ -209,11 +216,20 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 		}
 		return nil, statusText(st), nil
 	}
-	p.peerBell = fds[0]
-	r := p.mem[pageSize:]
-	p.out = newProducer(atomicU64(p.mem, hdrHead0), r[:ring:ring])
-	p.in = newConsumer(atomicU64(p.mem, hdrHead1), r[ring:2*ring:2*ring])
+	p.peerBell, p.peerMemfd = fds[0], fds[1]
+	if p.peerMem, err = unix.Mmap(p.peerMemfd, 0, size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+		return nil, "ok", fmt.Errorf("mapping the listener's memory: %w", err)
+	}
+	p.out = newProducer(atomicU64(p.peerMem, hdrHead), p.mem[pageSize:size:size])
+	p.in = newConsumer(atomicU64(p.mem, hdrHead), p.peerMem[pageSize:size:size])
 	return p, "ok", nil
+}
+
+// ringListener rings the listener if it sleeps.
+func (p *rawPeer) ringListener() {
+	if atomicU64(p.peerMem, hdrSleep).Load() != 0 {
+		unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
+	}
 }
 
 // ping sends a datagram to the listener, ringing it if it sleeps, and
@@ -222,9 +238,7 @@ func (p *rawPeer) ping() bool {
 	if !p.out.put([]byte("ping"), nil) {
 		return false
 	}
-	if w := atomicU32(p.mem, hdrSleep1); w.CompareAndSwap(1, 0) {
-		unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
-	}
+	p.ringListener()
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Microsecond) {
 		if !p.in.pending() {
 			continue
@@ -264,7 +278,7 @@ func TestHostilePeerHelper(t *testing.T) {
 	}
 	mode, arg, _ := strings.Cut(os.Getenv(hostileModeEnv), ":")
 	n, _ := strconv.Atoi(arg)
-	sealed := rawOpts{seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1}
+	sealed := rawOpts{seals: sealsNeeded, bell: -1}
 	var keep []*rawPeer // connections stay open until the process ends
 	switch mode {
 	case "shrink":
@@ -280,9 +294,10 @@ func TestHostilePeerHelper(t *testing.T) {
 		say("ECHO %v", p.ping())
 
 	case "unsealed":
-		// Memfds whose size we could change later: one that cannot be
-		// sealed at all, one sealed against growing only.
-		for _, o := range []rawOpts{{seals: -1, bell: -1}, {seals: unix.F_SEAL_GROW, bell: -1}} {
+		// Memfds whose size we could change later, or holes punch in:
+		// one that cannot be sealed at all, one sealed against growing
+		// only, one against resizing but not against writes.
+		for _, o := range []rawOpts{{seals: -1, bell: -1}, {seals: unix.F_SEAL_GROW, bell: -1}, {seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1}} {
 			p, st, err := rawDial(path, minRingSize, o)
 			say("HANDSHAKE %s %s", st, errText(err))
 			if p != nil {
@@ -326,7 +341,7 @@ func TestHostilePeerHelper(t *testing.T) {
 		// stamped at the listener's position with a kind it must refuse.
 		o := sealed
 		o.before = func(p *rawPeer) {
-			atomicU64(p.mem, hdrHead1).Store(uint64(p.ring) - 3)
+			atomicU64(p.mem, hdrHead).Store(uint64(p.ring) - 3)
 		}
 		p, st, err := rawDial(path, minRingSize, o)
 		say("HANDSHAKE %s %s", st, errText(err))
@@ -388,21 +403,25 @@ func TestHostilePeerHelper(t *testing.T) {
 		unix.SetsockoptTimeval(p.bellSend, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &unix.Timeval{})
 		say("FILLED %d", k)
 		say("ADDR %v", p.addr)
-		w := atomicU32(p.mem, hdrSleep0)
-		for {
-			w.Store(1)
+		w := atomicU64(p.mem, hdrSleep)
+		for i := uint64(1); ; i++ {
+			w.Store(i) // a new epoch again and again: the listener rings each
 		}
 
 	case "clearsleep":
 		// The listener's sleeping word of our connection cleared, again
-		// and again.
+		// and again: it lies in the listener's memory, which we may map
+		// only read-only; and our own word, cleared as well.
 		p, st, err := rawDial(path, minRingSize, sealed)
 		say("HANDSHAKE %s %s", st, errText(err))
 		if p == nil {
 			return
 		}
 		keep = append(keep, p)
-		w := atomicU32(p.mem, hdrSleep1)
+		_, err = unix.Mmap(p.peerMemfd, 0, pageSize+p.ring, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		say("MAPWRITE %s", errText(err))
+		say("MPROTECT %s", errText(unix.Mprotect(p.peerMem, unix.PROT_READ|unix.PROT_WRITE)))
+		w := atomicU64(p.mem, hdrSleep)
 		go func() {
 			for {
 				w.Store(0)
@@ -605,7 +624,7 @@ func TestHostileShrink(t *testing.T) {
 	checkEcho(t, path)
 
 	h = startHostile(t, path, "unsealed")
-	for range 2 {
+	for range 3 {
 		h.expect(t, "HANDSHAKE refused") // the listener hung up
 	}
 	checkEcho(t, path)
@@ -723,11 +742,18 @@ func TestHostileBlockingBell(t *testing.T) {
 
 // TestHostileSleepingWord: a peer that keeps clearing the listener's
 // sleeping word (which all peers shared, so nobody rang the listener and
-// it slept until its deadline) delays nobody's wake-ups but its own.
+// it slept until its deadline) delays nobody's wake-ups but its own. The
+// listener's word of a connection now lies in the listener's memory,
+// which the peer cannot map writable: it can clear only its own.
 func TestHostileSleepingWord(t *testing.T) {
 	l, path := hostileListener(t, Options{})
 	h := startHostile(t, path, "clearsleep")
 	h.expect(t, "HANDSHAKE ok")
+	for _, what := range []string{"MAPWRITE ", "MPROTECT "} {
+		if l := h.expect(t, what); l != what+unix.EACCES.Error() && l != what+unix.EPERM.Error() {
+			t.Fatalf("the peer's writable view of the listener's memory: %q, want refused", l)
+		}
+	}
 	h.expect(t, "CLEARING")
 	cli, err := Listen("", Options{})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -93,14 +94,15 @@ func peerCred(s *net.UnixConn) (*unix.Ucred, error) {
 // listeningCred returns the credentials of the process listening on the
 // unix socket at path, if the socket file belongs to uid: it connects
 // (without blocking: a full backlog is a failure) and closes at once,
-// sending nothing. The owner check keeps a connector from making us probe
-// sockets other than its own user's.
-func listeningCred(path string, uid uint32) (*unix.Ucred, error) {
+// sending nothing. The owner check (uid -1: none, for a path we dial
+// ourselves) keeps a connector from making us probe sockets other than its
+// own user's.
+func listeningCred(path string, uid int64) (*unix.Ucred, error) {
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
 		return nil, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uid {
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || (uid >= 0 && int64(st.Uid) != uid) {
 		return nil, errNotOwnSocket
 	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
@@ -126,21 +128,139 @@ func validSockPath(p string) bool {
 // connector whose socket carries cred and whose hello claims claim (and,
 // for a listener address, the listening socket sock); verified says that
 // the claim was taken.
-func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock string) (addr netip.AddrPort, verified bool) {
+//
+// A listener address is taken with its directory watched (gen is the
+// watch's event count before the check): the caller gives it to the
+// connection, or drops it with unwatch. Its check runs in a probe
+// (probe_linux.go): one that does not answer by deadline fails the
+// handshake (err), and one that cannot start (too many in flight) leaves
+// the claim unverified.
+func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock string, deadline time.Time) (addr netip.AddrPort, verified bool, gen uint64, err error) {
 	if cred.Pid > 0 {
 		switch kind, pid, ok := addrKind(claim); {
 		case !ok:
 		case kind == kindClient && pid == uint32(cred.Pid):
-			return claim, true
+			return claim, true, 0, nil
 		case kind == kindListener && sock != "" && validSockPath(sock):
 			if a, err := listenerAddr(sock); err != nil || a != claim {
 				break
 			}
-			if lc, err := listeningCred(sock, cred.Uid); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
-				return claim, true
+			ok, err := t.probe(deadline, func() bool {
+				g, err := claimedDirs.add(t, sock) // before the check: a change after it is seen
+				if err != nil {
+					return false // a claim we cannot keep an eye on is not taken
+				}
+				if lc, err := listeningCred(sock, int64(cred.Uid)); err == nil && lc.Pid == cred.Pid && lc.Uid == cred.Uid {
+					gen = g
+					return true
+				}
+				claimedDirs.remove(t, sock)
+				return false
+			}, func(ok bool) {
+				if ok {
+					claimedDirs.remove(t, sock)
+				}
+			})
+			if errors.Is(err, errProbeTimeout) {
+				return addr, false, 0, err
+			}
+			if ok {
+				return claim, true, gen, nil
 			}
 		}
 	}
 	t.unverified.Add(1)
-	return shmAddr(kindAssigned, uint32(max(cred.Pid, 0)), t.assigned.Add(1)), false
+	return shmAddr(kindAssigned, uint32(max(cred.Pid, 0)), t.assigned.Add(1)), false, 0, nil
+}
+
+// unwatch drops c's use of its claimed path's directory watch.
+func (t *Transport) unwatch(c *conn) {
+	if c.claimedPath != "" {
+		claimedDirs.remove(t, c.claimedPath)
+	}
+}
+
+// A listener address names whoever listens at its path, which changes: a
+// process that listened on a free path, connected (its claim vouched for)
+// and gave the path up must not keep the address when another process
+// listens there. The kernel tells nobody when a socket stops listening, so
+// a connection's listener address is checked again whenever it may have
+// changed hands: when the name in its directory changes (for a claim we
+// took, identity_watch_linux.go), when a new connection is known by the
+// same address (a claim the kernel vouched for just now, or our own dial of
+// the path), and when Resolve names the path. A connection that fails the
+// check loses the address (revokeLocked).
+
+// supersedes reports whether the new connection c takes the address of
+// old, an open connection known by the same address: both were made to
+// (or by) the process listening at the address's path, c just now, and
+// they name different processes, so old's no longer listens there. The
+// same process connecting twice is a duplicate. No process can take the
+// address of a connection whose process still listens at the path: the
+// kernel vouched for c's, and only one socket is bound at a path.
+func supersedes(c, old *conn) bool {
+	return c.listenPid > 0 && old.listenPid > 0 && c.listenPid != old.listenPid
+}
+
+// revokeLocked takes its listener address from old, whose process no
+// longer listens at the path: from now on it is known by an address we
+// assign (like an unverified connector), so what it sends arrives from
+// that address, and what we send to the listener address goes to whoever
+// has it now. If nobody has it, GonePeers reports it. t.mu is held; the
+// caller publishes the change.
+func (t *Transport) revokeLocked(old *conn) {
+	prev := old.peer()
+	if kind, _, _ := addrKind(prev); kind != kindListener {
+		return // lost already
+	}
+	a := shmAddr(kindAssigned, uint32(max(old.listenPid, 0)), t.assigned.Add(1))
+	old.addr.Store(&a)
+	t.revoked.Add(1)
+	t.unreachable = append(t.unreachable, prev)
+	t.gone.Store(true)
+}
+
+// revokeListener takes the listener address a from the open connection
+// known by it unless its process is pid, the one that listens at a's path
+// now (0: nobody listens there).
+func (t *Transport) revokeListener(a netip.AddrPort, pid int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old := t.liveLocked(a); old != nil && old.listenPid > 0 && old.listenPid != pid {
+		t.revokeLocked(old)
+		t.publishLocked()
+	}
+}
+
+// resolved returns the address of the connection open to the listener at
+// path, if there is one and its process still listens there (asked of the
+// kernel: connect, SO_PEERCRED, close); one whose process does not is
+// dropped, for Resolve to dial the path again. A check that does not
+// answer (probe_linux.go) keeps the connection.
+func (t *Transport) resolved(path string) (netip.AddrPort, bool) {
+	t.mu.Lock()
+	a, ok := t.paths[path]
+	c := t.liveLocked(a)
+	t.mu.Unlock()
+	if !ok || c == nil {
+		return a, false
+	}
+	if c.listenPid <= 0 {
+		return a, true // the kernel did not say who listened (another pid namespace)
+	}
+	var pid int32
+	known, err := t.probe(time.Now().Add(handshakeTimeout), func() bool {
+		cred, err := listeningCred(path, -1)
+		if err == nil {
+			pid = cred.Pid
+		}
+		// Nobody listens there; anything else (a full backlog, no
+		// permission) says nothing.
+		return err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, errNotOwnSocket)
+	}, nil)
+	if err != nil || !known || pid == c.listenPid {
+		return a, true // the same process, or no answer: keep it
+	}
+	t.revokeListener(a, pid)
+	return a, false
 }

@@ -37,7 +37,7 @@ func TestImpersonatorHelper(t *testing.T) {
 	var peers []*rawPeer
 	for i, c := range strings.Split(os.Getenv(claimsEnv), ";") {
 		addr, sock, _ := strings.Cut(c, "|")
-		o := rawOpts{seals: unix.F_SEAL_SHRINK | unix.F_SEAL_GROW, bell: -1, claim: netip.MustParseAddrPort(addr), path: sock}
+		o := rawOpts{seals: sealsNeeded, bell: -1, claim: netip.MustParseAddrPort(addr), path: sock}
 		p, st, err := rawDial(path, minRingSize, o)
 		say("HANDSHAKE %d %s %s", i, st, errText(err))
 		peers = append(peers, p)
@@ -45,9 +45,7 @@ func TestImpersonatorHelper(t *testing.T) {
 	for i, p := range peers {
 		if p != nil {
 			p.out.put([]byte(fmt.Sprintf("inject-%d", i)), nil)
-			if atomicU32(p.mem, hdrSleep1).CompareAndSwap(1, 0) {
-				unix.Sendto(p.peerBell, []byte{1}, unix.MSG_DONTWAIT, nil)
-			}
+			p.ringListener()
 		}
 	}
 	say("INJECTED")
@@ -330,7 +328,10 @@ func TestConnectorAddrClaims(t *testing.T) {
 			want = kind == kindClient && pid == uint32(cred.Pid) ||
 				kind == kindListener && cred.Pid == ours && cred.Uid == uid && (sock == pathV && claim == v.LocalAddr() || sock == pathL && claim == l.LocalAddr())
 		}
-		got, ok := l.connectorAddr(cred, claim, sock)
+		got, ok, _, err := l.connectorAddr(cred, claim, sock, time.Now().Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if ok != want {
 			t.Fatalf("%d: pid %d claiming %v %q: taken %v, want %v", i, cred.Pid, claim, sock, ok, want)
 		}

@@ -36,10 +36,16 @@ import (
 // may have set to anything); every value read from shared memory is
 // checked before use. A record never wraps: if it does not fit before the
 // end of the area, the producer fills the rest with a pad record and
-// starts the record at offset 0 (so a pad is never at offset 0, and a
-// call of next passes at most one pad).
+// starts the record at offset 0 (so a pad is never at offset 0, is shorter
+// than the record after it, and a call of next passes at most one pad).
+// No record holds more than maxDatagram bytes.
 
 const (
+	// maxDatagram is the largest datagram any transport of this package
+	// sends (MaxDatagram is at most this): a record longer than that is
+	// corrupt.
+	maxDatagram = 256 << 10
+
 	recHeader = 16
 	recData   = 1
 	recPad    = 2
@@ -148,38 +154,62 @@ func (c *consumer) pending() bool {
 
 // next returns the next ready record, or false when there is none (or the
 // ring is corrupt: see end).
-func (c *consumer) next() ([]byte, bool) {
-	for c.pending() {
-		if c.pos-c.freed >= c.size/4 { // free space early during long batches
-			c.head.Store(c.pos)
-			c.freed = c.pos
-		}
-		off := c.pos & c.mask
-		n := uint64(binary.LittleEndian.Uint32(c.data[off+8:]))
-		switch binary.LittleEndian.Uint32(c.data[off+12:]) {
-		case recPad:
-			if off == 0 {
-				// A producer pads only a record that does not fit
-				// before the end of the area; a pad at 0 is a lap of
-				// nothing, and pads chained lap after lap (a peer
-				// restamping offset 0) would hold this call with no
-				// record for a budget to count.
-				break
-			}
-			c.pos += c.size - off
-			continue
-		case recData:
-			total := recHeader + align16(n)
-			if off+total > c.size {
-				break
-			}
-			c.pos += total
-			start := off + recHeader
-			return c.data[start : start+n : start+n], true
-		}
-		c.err = errCorrupt
+func (c *consumer) next() ([]byte, bool) { return c.take(^uint64(0)) }
+
+// take returns the next ready record if it takes at most room bytes of
+// ring (its header and padding, and the pad before it if it follows one);
+// a larger one stays for a later call. It returns false when there is
+// none, when it does not fit in room, or when the ring is corrupt (see
+// end). A record longer than maxDatagram, or a pad longer than the largest
+// record, is corruption: no producer of ours writes one, and a peer that
+// does must not hand the engine a datagram of megabytes, nor make one call
+// skip most of a ring.
+func (c *consumer) take(room uint64) ([]byte, bool) {
+	if !c.pending() {
+		return nil, false
 	}
-	return nil, false
+	if c.pos-c.freed >= c.size/4 { // free space early during long batches
+		c.head.Store(c.pos)
+		c.freed = c.pos
+	}
+	off := c.pos & c.mask
+	n := uint64(binary.LittleEndian.Uint32(c.data[off+8:]))
+	kind := binary.LittleEndian.Uint32(c.data[off+12:])
+	skip := uint64(0)
+	if kind == recPad {
+		// A producer pads only a record that does not fit before the
+		// end of the area: never at 0 (pads chained lap after lap, a
+		// peer restamping offset 0, would hold this call with no record
+		// for a budget to count), never longer than a record, and it
+		// publishes the record at 0 before the pad.
+		skip = c.size - off
+		if off == 0 || skip > recHeader+maxDatagram {
+			c.err = errCorrupt
+			return nil, false
+		}
+		if stampAt(c.data, 0).Load() != c.pos+skip+1 {
+			// Not yet: pass the pad if room allows, so that pending
+			// (which Wait polls) does not report it ready again.
+			if skip <= room {
+				c.pos += skip
+			}
+			return nil, false
+		}
+		off = 0
+		n = uint64(binary.LittleEndian.Uint32(c.data[8:]))
+		kind = binary.LittleEndian.Uint32(c.data[12:])
+	}
+	total := recHeader + align16(n)
+	if kind != recData || n > maxDatagram || off+total > c.size {
+		c.err = errCorrupt
+		return nil, false
+	}
+	if skip+total > room {
+		return nil, false
+	}
+	c.pos += skip + total
+	start := off + recHeader
+	return c.data[start : start+n : start+n], true
 }
 
 // end hands the space of the records read back to the producer and reports

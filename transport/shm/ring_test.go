@@ -232,3 +232,28 @@ func TestRingPadAtStartCorrupt(t *testing.T) {
 		t.Fatalf("a pad at offset 0: %v, want errCorrupt (consumer at %d)", err, c.pos)
 	}
 }
+
+// TestRingPadLongerThanRecord: a pad longer than the largest record (one
+// at offset 16 of a large ring, skipping most of it) is corruption: no
+// producer pads more than the record behind it, and a peer must not make
+// one call skip most of a ring.
+func TestRingPadLongerThanRecord(t *testing.T) {
+	const size = 4 << 20
+	p, c := testRing(size)
+	p.put(nil, nil) // 16 bytes: the next header is at 16
+	p.put([]byte("behind the pad"), nil)
+	if _, ok := c.next(); !ok {
+		t.Fatal("first record missing")
+	}
+	// Turn the record at 16 into a pad to the end of the area, with a
+	// record at 0 stamped for the position after it.
+	binary.LittleEndian.PutUint32(p.data[16+12:], recPad)
+	padEnd := uint64(size)
+	stampAt(p.data, 0).Store(padEnd + 1)
+	if d, ok := c.next(); ok {
+		t.Fatalf("read %q behind a %d-byte pad", d, size-16)
+	}
+	if c.end() != errCorrupt {
+		t.Fatal("a pad longer than any record not reported")
+	}
+}

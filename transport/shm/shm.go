@@ -1,43 +1,57 @@
 // Package shm is erpc-go's same-host transport: datagrams between processes
 // through shared memory, with no system call on the data path while both
-// sides are busy. It needs Linux; elsewhere Listen reports ErrNotSupported.
+// sides are busy. It needs Linux 5.1 or later (F_SEAL_FUTURE_WRITE);
+// elsewhere Listen reports ErrNotSupported.
 //
 // An endpoint listens on a unix socket ("shm:///path/to/socket"). A peer
-// connects to it, creates a memfd holding one single-producer,
-// single-consumer ring per direction, seals it against shrinking and
-// growing, and passes it over the socket with SCM_RIGHTS; both map it and
-// close the descriptor, so nothing is ever visible in /dev/shm and the
-// memory goes away with the last mapping. A datagram is one record in a
-// ring, and its "ready" mark is a stamp in the record's own header, stored
-// last: the consumer polls the line that holds the record's first bytes
-// (ring.go). A datagram that finds the ring full waits in the connection's
-// backlog, in order, until the peer frees room, so a live peer receives
-// every datagram once and in order (transport.Reliable; backlog_linux.go)
-// and sessions over shm take the engine's lean path.
+// connects to it; each side creates a memfd holding the single-producer,
+// single-consumer ring it writes, seals it against resizing and against
+// every later write but through its own mapping (so nobody can punch holes
+// in it), and passes it over the socket with SCM_RIGHTS; the peer maps it
+// read-only, and both close the descriptors, so nothing is ever visible in
+// /dev/shm and the memory goes away with the last mapping. A datagram is one
+// record in a ring, and its "ready" mark is a stamp in the record's own
+// header, stored last: the consumer polls the line that holds the record's
+// first bytes (ring.go). A datagram that finds the ring full waits in the
+// connection's backlog, in order, until the peer frees room, so a live peer
+// receives every datagram once and in order (transport.Reliable;
+// backlog_linux.go) and sessions over shm take the engine's lean path.
 //
 // A peer is as untrusted as the network: it can write anything into the
-// shared memory at any time, and it chooses what it passes in the
-// handshake. So the receiving side maps a memfd only once the kernel
-// vouches that its size cannot change (F_SEAL_SHRINK and F_SEAL_GROW, which
-// only a memfd can carry, and the size checked after them: a mapping that
-// the peer could shrink would kill us with SIGBUS); it reads every size and
-// offset in shared memory at most once, into a local that it validates
-// (the ring size is taken from the handshake, the record length is read
-// once per record, each side keeps its own ring position); and a garbled
-// ring drops its connection (counted in Stats.Corrupt). See conn_linux.go
-// for the handshake.
+// shared memory at any time, and it chooses what it passes in the handshake.
+// So a side maps the peer's memfd only once the kernel vouches that its size
+// cannot change and nobody can punch holes in it (F_SEAL_SHRINK, F_SEAL_GROW
+// and F_SEAL_FUTURE_WRITE, which only a memfd can carry, and the size
+// checked after them: a mapping that the peer could shrink would kill us
+// with SIGBUS, and a punch in progress makes every fault on its pages wait
+// until it is done, stalling the loop at an atomic load); it writes nothing
+// into the peer's memory; it reads every size and offset in shared memory at
+// most once, into a local that it validates (the ring size is taken from the
+// handshake, the record length is read once per record, each side keeps its
+// own ring position); and a garbled ring drops its connection (counted in
+// Stats.Corrupt). See conn_linux.go for the handshake.
 //
-// What a local peer can and cannot do. Through its own connections it
-// can send any datagrams (empty ones too: the engine drops and counts the
-// malformed ones), garble its ring (the connection is dropped), stop
-// reading (what we send it waits in the bounded backlog, then is
-// dropped), delay its own wake-ups, hold MaxPeers connections and
-// handshakes, and make its own handshakes fail. It cannot make us map
-// memory that can shrink under us, make a write of ours block, touch
-// another connection's rings, hold the loop for more than one turn's
-// budget per connection (Receive takes at most 256 records and 256 KiB of
-// ring from a connection per call, every record counted, an empty one as
-// its 16-byte header), or take another process's address.
+// What a local peer can and cannot do. Through its own connections it can
+// send any datagrams (empty ones too: the engine drops and counts the
+// malformed ones), garble its ring (the connection is dropped), stop reading
+// (what we send it waits in its connection's backlog, at most 32 MiB, then
+// is dropped), delay its own wake-ups, hold MaxPeers connections and
+// handshakes, and make its own handshakes fail. It cannot make us map memory
+// that can shrink under us, stall us through its memory (no hole can be
+// punched in it, nor in ours), write into our memory, make a write of ours
+// block, touch another connection's rings, make us drop a datagram to
+// another connection (the backlogs hold 64 MiB together, two connections'
+// worth; past that the largest backlog is dropped from, so several peers
+// that stop reading can cause drops only to a connection whose backlog is
+// larger than each of theirs; a reading peer's stays small, the engine's
+// credits bounding each session to 32 packets in flight), hold the loop for
+// more than one turn's budget per connection (Receive takes at most 256
+// records and 256 KiB of ring from a connection per call, every record
+// counted, an empty one as its 16-byte header; the budget is checked before
+// each record, so only a turn's first record, with the pad before it, may
+// take more), hand the engine a datagram longer than 256 KiB (a record
+// longer than that, or a pad longer than a record, is a garbled ring), or
+// take another process's address.
 //
 // Identity comes from the kernel, never from a claim. A connector knows
 // the listener by the path it dialed. A listener knows a connector by the
@@ -47,18 +61,36 @@
 // socket file of the connector's user that the connector's process listens
 // on (checked by connecting to it once, and closing). Any other connector
 // is known by an address the listener assigns (counted in
-// Stats.Unverified). So a process speaks only as itself: its datagrams
-// never arrive from another process's address, and datagrams to another
-// process's address never reach it, whatever user runs the two; the
-// socket file's permissions decide who may connect at all.
+// Stats.Unverified). That check looks up a path the connector chose, which
+// may lie on a file system that never answers (FUSE): it runs in a
+// goroutine of its own, which the handshake waits for only until its
+// deadline (then the handshake fails) and Close not at all; a check that
+// hangs outlives them, blocking a thread, while the file system hangs. At
+// most 4 checks are in flight per transport; a claim beyond is not
+// vouched for. A listener address names whoever listens at its path,
+// and that can change hands, so it is checked again whenever it may have:
+// when the name changes in the directory of a claimed path (the listener
+// watches it with inotify), when another connection comes to be known by
+// the same address (the kernel vouching for it just then: only one socket
+// is bound at a path, so the older one's process listens there no more,
+// and one whose process still listens there is never displaced), and when
+// Resolve names the path. A connection whose process no longer listens
+// there loses the address and is known by an assigned one from then on
+// (counted in Stats.Revoked). So a process speaks only as itself: its
+// datagrams never arrive from another process's address, and datagrams to
+// another process's address never reach it, whatever user runs the two;
+// the socket file's permissions decide who may connect at all. (Beyond
+// sight: renames of a claimed path's parent directories and mounts over
+// them, which only those who control the path can make.)
 
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
 // erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word of its
-// own in each connection's shared header page and sleeps on its bell; a
-// peer that publishes a record rings the bell only when it sees its
-// connection's word set (and clears it, so a busy stream costs one atomic
-// load per record). A peer can set or clear only the words of its own
-// connection, so it can delay only its own wake-ups.
+// own in each connection's shared header page (in its own memory: the
+// number of this sleep, its epoch) and sleeps on its bell; a peer that
+// publishes a record rings the bell only when it sees the word set to an
+// epoch it has not rung yet (so a busy stream costs one atomic load per
+// record, and neither side writes the other's memory). A peer can set only
+// its own words, so it can delay only its own wake-ups.
 //
 // The bell is a unix datagram socket of the transport's own, read through
 // the Go netpoller (so a sleeping loop holds no thread). For each
@@ -71,8 +103,8 @@
 // EAGAIN means a wake-up is already pending, and every error is ignored. No
 // write to a descriptor that a peer provided can block. A woken Wait drains
 // every pending datagram (one recvmmsg) and returns, even if nothing is
-// ready: a ring may be stale, its compare-and-swap having cleared a word
-// that only the loop's next Wait sets again. The bell is bound to an
+// ready: a ring may be for an earlier sleep (the peer loaded that epoch
+// before we woke). The bell is bound to an
 // abstract address, which any process of the network namespace can send
 // to: that costs the loop spurious wake-ups, nothing else. Sleeping sets
 // one word per connection, a store each.
@@ -156,4 +188,5 @@ type Stats struct {
 	Backlogged uint64 // datagrams that found the ring full and waited for room
 	Corrupt    uint64 // connections dropped because the peer garbled its ring
 	Unverified uint64 // connectors whose claimed address the kernel did not vouch for (known by one the listener assigned)
+	Revoked    uint64 // connections that lost a listener address: their process no longer listened at its path
 }

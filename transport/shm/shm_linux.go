@@ -27,7 +27,6 @@ import (
 const (
 	minRingSize = 64 << 10
 	maxRingSize = min(1<<30, math.MaxInt/4+1) // 512 MiB on 32-bit systems
-	maxDatagram = 256 << 10
 
 	redialInterval = 20 * time.Millisecond
 
@@ -66,13 +65,18 @@ type Transport struct {
 	wakePending atomic.Bool // Wake was called; the next Wait returns at once
 	waiting     atomic.Bool // the loop is in Wait and may sleep on the bell
 	closed      atomic.Bool
-	refs        atomic.Int32 // calls touching shared memory; Close waits them out
-	gone        atomic.Bool  // a connection died: GonePeers has work
+	closing     chan struct{} // closed by Close: probes stop waiting (probe_linux.go)
+	probing     atomic.Int32  // probes in flight
+	refs        atomic.Int32  // calls touching shared memory; Close waits them out
+	gone        atomic.Bool   // a connection died: GonePeers has work
 	dropped     atomic.Uint64
 	corrupt     atomic.Uint64 // connections dropped for a garbled ring
 	unverified  atomic.Uint64 // connectors known by an address we assigned
+	revoked     atomic.Uint64 // connections that lost their listener address (identity_linux.go)
 	assigned    atomic.Uint64 // the last address assigned (identity_linux.go)
 	backlogs    atomic.Uint64 // datagrams that waited for ring space
+
+	sleepEpoch uint64 // the loop's: numbers its sleeps, never 0 while it sleeps
 
 	// Owned by the loop (backlog_linux.go).
 	lastConn     *conn     // the connection the last Send used
@@ -91,6 +95,8 @@ type Transport struct {
 	redialed    map[netip.AddrPort]time.Time // last redial started
 	handshakes  map[*net.UnixConn]struct{}   // sockets in a handshake
 	unreachable []netip.AddrPort             // redials that failed, for GonePeers
+	recheck     []*conn                      // claimed listener addresses to check again (identity_watch_linux.go)
+	rechecking  bool                         // a goroutine checks them
 	wg          sync.WaitGroup               // goroutines: accept, handshakes, watchers, redials
 }
 
@@ -118,6 +124,7 @@ func Listen(path string, opts Options) (*Transport, error) {
 		ringSize:   ringSizeOf(opts.RingSize),
 		maxPeers:   opts.MaxPeers,
 		selfBell:   -1,
+		closing:    make(chan struct{}),
 		paths:      make(map[string]netip.AddrPort),
 		known:      make(map[netip.AddrPort]string),
 		redialed:   make(map[netip.AddrPort]time.Time),
@@ -226,7 +233,7 @@ func (t *Transport) Stats() Stats {
 		}
 	}
 	return Stats{Peers: n, Dropped: t.dropped.Load(), Backlogged: t.backlogs.Load(),
-		Corrupt: t.corrupt.Load(), Unverified: t.unverified.Load()}
+		Corrupt: t.corrupt.Load(), Unverified: t.unverified.Load(), Revoked: t.revoked.Load()}
 }
 
 // acquire marks a call that touches shared memory; false if closed.
@@ -256,21 +263,27 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		if !c.in.pending() {
 			continue
 		}
+		from := c.peer()
 		// Every record counts, an empty one too: at most receiveRecords
 		// records and receiveBudget bytes of ring (headers, padding and
-		// pads included) per connection and call. The loop returns the
-		// peer's credits only after Receive returns, and a peer that
-		// floods its ring with empty records must not hold the loop for
-		// a whole ring.
+		// pads included) per connection and call, checked before each
+		// record: a record that would pass the byte budget waits for the
+		// next call, unless it is the call's first (at most one datagram
+		// and a pad). The loop returns the peer's credits only after
+		// Receive returns, and a peer that floods its ring with empty
+		// records must not hold the loop for a whole ring.
 		start := c.in.pos
+		room := ^uint64(0) // the first record is taken whatever its size
 		for range receiveRecords {
-			d, ok := c.in.next()
+			d, ok := c.in.take(room)
 			if !ok {
 				break
 			}
-			fn(c.peer, d)
+			fn(from, d)
 			n++
-			if c.in.pos-start >= receiveBudget {
+			if taken := c.in.pos - start; taken < receiveBudget {
+				room = receiveBudget - taken
+			} else {
 				break
 			}
 		}
@@ -315,7 +328,7 @@ func (t *Transport) Send(msgs []transport.Message) error {
 			err = transport.ErrTooLarge
 			continue
 		}
-		if c == nil || c.peer != m.To {
+		if c == nil || c.peer() != m.To {
 			if c = s.byAddr[m.To]; c == nil {
 				t.noRoute(m.To)
 				continue
@@ -441,8 +454,9 @@ func (t *Transport) Wait(deadline time.Time) error {
 	// A connection registered after this snapshot wakes us (register
 	// calls Wake), so the words of these connections are enough.
 	conns := t.snap.Load().conns
+	t.sleepEpoch++ // a peer rings once per epoch (ringPeer)
 	for _, c := range conns {
-		c.sleeping.Store(1)
+		c.sleeping.Store(t.sleepEpoch)
 	}
 	if !t.wakePending.Swap(false) && !t.closed.Load() && !t.ready() {
 		t.bell.SetReadDeadline(deadline)
@@ -459,14 +473,12 @@ func (t *Transport) Wait(deadline time.Time) error {
 }
 
 // drainBell reads every datagram pending on the bell and tells whether
-// any came: then Wait returns, even if nothing is ready. It must: a ring
-// may be stale, its CAS having cleared the sleeping word that this Wait
-// set (the peer loaded the word of an earlier Wait, before we consumed its
-// record), and only a new Wait sets the word again; sleeping on would
-// leave the peer nothing to ring. It returns false, to sleep, only after
-// the bell reported nothing to read, so that the netpoller sees the next
-// datagram. One recvmmsg reads them all (up to maxDrain: then Wait
-// returns anyway, and the next one reads on).
+// any came: then Wait returns, even if nothing is ready (a ring may be for
+// an earlier sleep: the peer loaded its epoch before we woke and cleared
+// the word; the next Wait sleeps again at once). It returns false, to
+// sleep, only after the bell reported nothing to read, so that the
+// netpoller sees the next datagram. One recvmmsg reads them all (up to
+// maxDrain: then Wait returns anyway, and the next one reads on).
 func (t *Transport) drainBell(fd uintptr) bool {
 	_, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&t.bellMsgs[0])), maxDrain, unix.MSG_DONTWAIT, 0, 0)
 	return errno != unix.EAGAIN
@@ -506,8 +518,8 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 		t.publishLocked()
 	}
 	for _, c := range dead {
-		if t.liveLocked(c.peer) == nil { // not replaced by a new connection
-			dst = append(dst, c.peer)
+		if t.liveLocked(c.peer()) == nil { // not replaced by a new connection
+			dst = append(dst, c.peer())
 		}
 	}
 	for _, a := range t.unreachable {
@@ -519,6 +531,7 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	t.mu.Unlock()
 	for _, c := range dead {
 		t.flush(c) // discards its backlog
+		t.unwatch(c)
 		c.unmap()
 	}
 	return dst
@@ -537,19 +550,19 @@ func (t *Transport) Resolve(target string) (netip.AddrPort, error) {
 	if t.closed.Load() {
 		return netip.AddrPort{}, transport.ErrClosed
 	}
-	t.mu.Lock()
-	if a, ok := t.paths[target]; ok && t.liveLocked(a) != nil {
-		t.mu.Unlock()
+	if a, ok := t.resolved(target); ok {
 		return a, nil
 	}
-	t.mu.Unlock()
 	a, err := t.dial(target)
 	if errors.Is(err, unix.ECONNREFUSED) || errors.Is(err, unix.ENOENT) {
 		// Nobody listens there now. Return the address a listener on that
 		// path has: sending to it redials, and GonePeers reports it gone
 		// while the redial fails, so an endpoint's Dial fails at once with
-		// Unavailable, as it would on a network with no server.
+		// Unavailable, as it would on a network with no server. A
+		// connection known by that address is not that endpoint (any
+		// more): nobody listens at its path.
 		if a, err = listenerAddr(target); err == nil {
+			t.revokeListener(a, 0)
 			t.remember(target, a)
 		}
 	}
@@ -563,6 +576,7 @@ func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
+	close(t.closing)
 	ring(t.selfBell) // end a Wait in progress
 	if t.ln != nil {
 		t.ln.Close()
@@ -585,6 +599,7 @@ func (t *Transport) Close() error {
 	t.publishLocked()
 	t.mu.Unlock()
 	for _, c := range conns {
+		t.unwatch(c)
 		c.unmap()
 	}
 	t.release0()
@@ -607,8 +622,8 @@ func (t *Transport) release0() {
 func (t *Transport) publishLocked() {
 	s := &snapshot{conns: t.conns, byAddr: make(map[netip.AddrPort]*conn, len(t.conns))}
 	for _, c := range t.conns {
-		if old := s.byAddr[c.peer]; old == nil || old.dead.Load() {
-			s.byAddr[c.peer] = c
+		if old := s.byAddr[c.peer()]; old == nil || old.dead.Load() {
+			s.byAddr[c.peer()] = c
 		}
 	}
 	t.snap.Store(s)
@@ -617,7 +632,7 @@ func (t *Transport) publishLocked() {
 // liveLocked returns the open connection to addr, if any. t.mu is held.
 func (t *Transport) liveLocked(addr netip.AddrPort) *conn {
 	for _, c := range t.conns {
-		if c.peer == addr && !c.dead.Load() {
+		if c.peer() == addr && !c.dead.Load() {
 			return c
 		}
 	}
@@ -636,9 +651,12 @@ func (t *Transport) register(c *conn, accepted bool) error {
 		t.mu.Unlock()
 		return transport.ErrClosed
 	}
-	if t.liveLocked(c.peer) != nil {
-		t.mu.Unlock()
-		return errDuplicate
+	if old := t.liveLocked(c.peer()); old != nil {
+		if !supersedes(c, old) {
+			t.mu.Unlock()
+			return errDuplicate
+		}
+		t.revokeLocked(old)
 	}
 	t.conns = append(t.conns[:len(t.conns):len(t.conns)], c)
 	if accepted {
