@@ -104,10 +104,12 @@ func WithSpin(d time.Duration) Option { return func(o *options) { o.spin, o.spin
 // there are cores only adds queueing inside the Go scheduler.
 func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
 
-// WithQueueDepth bounds the fixed worker pool's shared queue (WithWorkers).
-// A request that finds it full is refused at once (the client gets
-// ResourceExhausted) instead of waiting behind work that would make it
-// late (NEBULA). Default 2 x workers.
+// WithQueueDepth bounds the requests waiting in the fixed worker pool's
+// shared queue (WithWorkers). A request that finds it full is refused at
+// once (the client gets ResourceExhausted) instead of waiting behind work
+// that would make it late (NEBULA); one that finds a worker free never
+// waits and is always admitted, whatever the depth. Default 2 x workers,
+// or 4096 with WithSLO, which bounds waiting by time long before.
 func WithQueueDepth(n int) Option { return func(o *options) { o.queue = n } }
 
 // WithWindow sets the number of concurrent requests per session (default

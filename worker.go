@@ -33,10 +33,15 @@ type workerPool struct {
 	// answered; the loop owns it (enqueue and sendAnswer run there).
 	// Fewer than the queue's workers means one of them is free.
 	inService []int
-	mu        sync.Mutex
-	stopped   bool
-	wg        sync.WaitGroup
-	gids      sync.Map // goroutine IDs of the workers, for isWorker
+	// depth bounds each queue's waiting requests (WithQueueDepth). A
+	// queue's channel holds max(depth, its workers): the requests admitted
+	// because a worker was free wait there until that worker takes them,
+	// and there are never more of those than workers.
+	depth   int
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
+	gids    sync.Map // goroutine IDs of the workers, for isWorker
 }
 
 // workerIdle is how long an elastic worker waits for work before it exits.
@@ -52,17 +57,18 @@ func newWorkerPool(ep *Endpoint, o *options) *workerPool {
 	p.fixed = true
 	p.admit.init(o.slo, o.sloMean, n, o.dispatch == DispatchHash)
 	if o.dispatch == DispatchHash {
-		depth := max(1, (o.queue+n-1)/n)
+		p.depth = max(1, (o.queue+n-1)/n)
 		p.inService = make([]int, n)
 		p.qs = make([]chan Request, n)
 		for i := range p.qs {
-			p.qs[i] = make(chan Request, depth)
+			p.qs[i] = make(chan Request, p.depth)
 			p.wg.Go(func() { p.fixedWorker(p.qs[i]) })
 		}
 		return p
 	}
 	p.inService = make([]int, 1)
-	p.q = make(chan Request, o.queue)
+	p.depth = o.queue
+	p.q = make(chan Request, max(o.queue, n))
 	for range n {
 		p.wg.Go(func() { p.fixedWorker(p.q) })
 	}
@@ -100,7 +106,8 @@ func (p *workerPool) enqueue(q Request) bool {
 		i = int(uint32(q.r.h.Session()) % uint32(len(p.qs)))
 		ch = p.qs[i]
 	}
-	if !p.admit.ok(len(ch), p.inService[i]) {
+	free := p.inService[i] < p.admit.workers
+	if !free && len(ch) >= p.depth || !p.admit.ok(len(ch), p.inService[i]) {
 		return false
 	}
 	if p.admit.target > 0 {

@@ -9,7 +9,7 @@ import (
 	"github.com/erpc-go/erpc"
 )
 
-// TestRevSLOAdmitsWithFreeWorkerQueueDepth: WithSLO promises that a
+// TestSLOAdmitsWithFreeWorkerBelowQueueDepth: WithSLO promises that a
 // background request that finds a worker of its queue free ("fewer
 // requests admitted and unanswered than workers") is always admitted. With
 // four workers and WithQueueDepth(1), after four requests were answered
@@ -18,7 +18,7 @@ import (
 // definition. The second is refused: the channel that carries requests to
 // the workers holds one, and WithQueueDepth(1) sizes it below the number
 // of workers.
-func TestRevSLOAdmitsWithFreeWorkerQueueDepth(t *testing.T) {
+func TestSLOAdmitsWithFreeWorkerBelowQueueDepth(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
 	tidy := make(chan struct{})
