@@ -184,6 +184,9 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	ep.loop.init(handlers)
 	ep.watch.init()
 	go ep.run()
+	if o.stall > 0 {
+		go ep.watchStalls()
+	}
 	return ep
 }
 

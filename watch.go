@@ -60,6 +60,23 @@ func (ep *Endpoint) onLoop() bool {
 	return goroutineID() == ep.watch.gid.Load()
 }
 
+// watchStalls checks the loop for a stall every half threshold until the
+// loop ends. A loop held by user code runs nothing of its own, and a
+// server that only receives gets no local command that would check it,
+// so the check must come from outside the loop.
+func (ep *Endpoint) watchStalls() {
+	tick := time.NewTicker(ep.opts.stall / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ep.loopDone:
+			return
+		case <-tick.C:
+			ep.checkStall()
+		}
+	}
+}
+
 // checkStall logs, once per stall, a loop held by one piece of user code
 // for longer than the stall threshold.
 func (ep *Endpoint) checkStall() {
