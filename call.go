@@ -3,6 +3,7 @@ package erpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,11 +109,19 @@ func (s *Session) callStats(ctx context.Context, method string, id uint32, req, 
 	return out, err
 }
 
+// callContextError is the error of a call to method that ctx ended: what
+// and where, as every call error says.
+func (s *Session) callContextError(ctx context.Context, method string) *Error {
+	e := contextError(ctx)
+	e.Msg = fmt.Sprintf("call %q to %s: %s", method, s.target, e.Msg)
+	return e
+}
+
 // callRaw is Call with the method's ID on the wire given, and no
 // interceptor or stats; retx, if not nil, gets the call's retransmissions.
 func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, resp []byte, retx *int) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, notRun(contextError(ctx))
+		return nil, notRun(s.callContextError(ctx, method))
 	}
 	if s.calledOnLoop() {
 		return nil, notRun(errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()"))
@@ -132,7 +141,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(callQueued, callWithdrawn) {
-			return nil, notRun(contextError(ctx)) // the loop never saw it; it recycles c
+			return nil, notRun(s.callContextError(ctx, method)) // the loop never saw it; it recycles c
 		}
 		s.ep.post(command{kind: cmdCancel, call: c})
 		// The loop reads req only when it sends, and processes queued
@@ -142,7 +151,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 		// otherwise the loop is at work and answers soon.
 		if s.ep.watch.since.Load() >= 0 {
 			s.ep.checkStall()
-			return nil, contextError(ctx)
+			return nil, s.callContextError(ctx, method)
 		}
 		<-c.done
 		// c is not recycled: the cancel command may still be queued and
@@ -150,7 +159,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 		if c.err == nil { // it completed just before the cancel
 			return c.resp, nil
 		}
-		return nil, contextError(ctx)
+		return nil, s.callContextError(ctx, method)
 	}
 	resp, err := c.resp, c.err
 	if retx != nil {
