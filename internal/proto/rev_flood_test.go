@@ -1,0 +1,101 @@
+package proto
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/erpc-go/erpc/internal/simnet"
+)
+
+// floodClients runs a forged connect flood (20,000/s, as TestConnectFlood)
+// against a server whose real clients see link on every packet, and
+// returns how long each client took from its dial to its call's end, and
+// the error it ended with.
+func floodClients(t *testing.T, seed uint64, link simnet.LinkConfig, dials int, noFlood bool) (took []time.Duration, errs []error) {
+	cfg := Config{Random: seedRandom(seed), CookieSeed: [32]byte{byte(seed)}}
+	w := newWorld(t, seed, link)
+	w.dropStrays = true
+	srv := w.addHost("server", "10.0.0.1:1", cfg)
+	srv.onEvent = func(ev Event) {
+		if ev.Type == EventRequest {
+			if err := srv.e.Respond(w.now, ev.Req, 0, ev.Req.Data()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	took = make([]time.Duration, dials)
+	errs = make([]error, dials)
+	ended := make([]bool, dials)
+	for i := range dials {
+		cli := w.addHost(fmt.Sprintf("c%d", i), fmt.Sprintf("10.0.1.%d:1", i+1), Config{Random: seedRandom(seed*100 + uint64(i))})
+		start := Time(200*time.Millisecond) + Time(i)*Time(137*time.Millisecond)
+		cli.onEvent = func(ev Event) {
+			if ended[i] {
+				return
+			}
+			if ev.Type == EventResponse || ev.Type == EventSessionDown {
+				ended[i], took[i], errs[i] = true, time.Duration(w.now-start), ev.Err
+			}
+		}
+		w.at(start, func() {
+			sid := cli.e.Connect(w.now, srv.addr)
+			if _, err := cli.e.StartCall(w.now, sid, 1, []byte("hello"), nil, Never, nil); err != nil {
+				ended[i], errs[i] = true, err
+			}
+		})
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var buf []byte
+	var flood func()
+	flood = func() {
+		for range 20 {
+			from, p := floodConnect(rng, buf)
+			buf = p
+			srv.e.Receive(w.now, from, p)
+		}
+		w.at(w.now+Time(time.Millisecond), flood)
+	}
+	if !noFlood {
+		w.at(Time(10*time.Millisecond), flood)
+	}
+	w.runUntil(Time(30*time.Second), func() bool {
+		for _, e := range ended {
+			if !e {
+				return false
+			}
+		}
+		return true
+	})
+	st := srv.e.Stats()
+	if !noFlood && (st.RetriesSent < 10000 || st.HalfOpen < cfg.withDefaults().MaxHalfOpen-50) {
+		t.Fatalf("the flood did not press: %d retries, %d half open", st.RetriesSent, st.HalfOpen)
+	}
+	return took, errs
+}
+
+// TestFloodLocksOutLongRTTClient: promise 1 says a forged connect flood
+// never locks a real client out, and the doc that a real client "pays one
+// round trip more". A client 1.2 s away (RTT under FailureTimeout, 2 s)
+// connects and calls without a flood; during one it must take the retry
+// round trip too, but its connect still times out FailureTimeout after it
+// started, though the server's retry answered it: 2 RTTs > 2 s. It is
+// locked out for as long as the flood lasts, unless a connect retry
+// happens to land just after a half-open session was reaped.
+func TestFloodLocksOutLongRTTClient(t *testing.T) {
+	link := simnet.LinkConfig{Delay: 600 * time.Millisecond}
+	for _, noFlood := range []bool{true, false} {
+		took, errs := floodClients(t, 1, link, 20, noFlood)
+		failed := 0
+		for i := range took {
+			if errs[i] != nil {
+				failed++
+				if failed <= 3 {
+					t.Errorf("flood %v: client %d: call failed after %v: %v", !noFlood, i, took[i], errs[i])
+				}
+			}
+		}
+		t.Logf("flood %v: %d of %d clients failed", !noFlood, failed, len(took))
+	}
+}
