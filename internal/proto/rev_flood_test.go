@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc/internal/simnet"
+	"github.com/erpc-go/erpc/internal/wire"
 )
 
 // floodClients runs a forged connect flood (20,000/s, as TestConnectFlood)
@@ -97,5 +98,53 @@ func TestFloodLocksOutLongRTTClient(t *testing.T) {
 			}
 		}
 		t.Logf("flood %v: %d of %d clients failed", !noFlood, failed, len(took))
+	}
+}
+
+// TestReplayedCookieAfterClose: promise 3 says a replayed cookie never
+// creates a second session, and the wire doc that a late connect costs at
+// most an unconfirmed session reaped within a second or so, bounded by
+// MaxHalfOpen. A copy of a cookie-proven connect (a network duplicate, or
+// a replay from the path, which the cookie doc says is "soon worthless")
+// that arrives after its session ended, still within the cookie's
+// lifetime, makes a second session: proven, so neither half open nor
+// bounded, nor reaped before IdleTimeout (30 s), nor displaceable.
+func TestReplayedCookieAfterClose(t *testing.T) {
+	e := New(Config{Random: seedRandom(1), CookieSeed: [32]byte{5}, MaxHalfOpen: 1})
+	t0 := Time(10 * time.Second)
+	a, b := addr("10.0.0.2:7"), addr("10.0.0.3:7")
+	answer(t, e, t0, a, connectWith(1, 11, nil)) // the half-open bound (1) is reached
+	h, r := answer(t, e, t0, b, connectWith(2, 22, nil))
+	if h.Code != wire.CodeRetry {
+		t.Fatalf("want a retry, got %+v", h)
+	}
+	proven := connectWith(2, 22, &r.Cookie)
+	h, ack := answer(t, e, t0, b, proven)
+	if h.Code != wire.CodeOK {
+		t.Fatalf("the proven connect: %+v", h)
+	}
+	// The client calls (a ping here) and closes its session.
+	e.Receive(t0, b, pkt(wire.Header{Type: wire.TypePing, Session: ack.Session, Token: ack.Token, TxSeq: 2}, nil))
+	e.Receive(t0, b, pkt(wire.Header{Type: wire.TypeDisconnect, Session: ack.Session, Token: ack.Token, TxSeq: 3}, nil))
+	drainEvents(e)
+	e.Outgoing(t0)
+	before := e.Stats()
+	// A copy of the proven connect, 1 s later.
+	t1 := t0 + Time(time.Second)
+	h2, ack2 := answer(t, e, t1, b, proven)
+	st := e.Stats()
+	if h2.Code == wire.CodeOK && st.ServerSessions > before.ServerSessions {
+		t.Errorf("the replayed cookie made a second session (number %d, token %d; the first was %d, %d): %d server sessions, %d half open",
+			ack2.Session, ack2.Token, ack.Session, ack.Token, st.ServerSessions, st.HalfOpen)
+	}
+	// Well past HalfOpenTimeout: a's half-open session is reaped, and a
+	// late connect's session should be gone too.
+	t2 := t1 + Time(5*time.Second)
+	e.Tick(t2)
+	drainEvents(e)
+	e.Outgoing(t2)
+	if st := e.Stats(); st.ServerSessions != 0 {
+		t.Errorf("5 s after the replay the unconfirmed session it made is still there (%d server sessions, %d half open): "+
+			"a late connect should cost at most a half-open session reaped within HalfOpenTimeout", st.ServerSessions, st.HalfOpen)
 	}
 }
