@@ -3,6 +3,7 @@ package proto
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 
@@ -147,4 +148,41 @@ func TestReplayedCookieAfterClose(t *testing.T) {
 		t.Errorf("5 s after the replay the unconfirmed session it made is still there (%d server sessions, %d half open): "+
 			"a late connect should cost at most a half-open session reaped within HalfOpenTimeout", st.ServerSessions, st.HalfOpen)
 	}
+}
+
+// TestHalfOpenMemoryWithWindow: promise 2 says a flood of forged connects
+// holds at most MaxHalfOpen sessions of about 1.2 KiB each (the doc's
+// words). Each half-open session allocates its slot array at the connect,
+// sized by the window the forged connect asks for, capped only by the
+// server's Window: a server configured for 1024 concurrent requests per
+// session (Window is documented up to 32768) holds 80 B x 1024 per forged
+// session, 80 MiB for the default MaxHalfOpen, not about 1.2 MiB.
+func TestHalfOpenMemoryWithWindow(t *testing.T) {
+	e := New(Config{Random: seedRandom(1), CookieSeed: [32]byte{6}, Window: 1024})
+	bound := e.cfg.MaxHalfOpen
+	rng := rand.New(rand.NewPCG(9, 9))
+	now := Time(time.Second)
+	before := heapInUse()
+	var buf []byte
+	for range 2 * bound {
+		from, p := floodConnect(rng, buf)
+		buf = p
+		c := wire.Connect{Session: rng.Uint32(), Window: 0xFFFF, Credits: 32, MaxMsgSize: 8 << 20, MaxData: tDPP}
+		c.Put(p[wire.HeaderLen:])
+		e.Receive(now, from, p)
+		e.Outgoing(now)
+		drainEvents(e)
+	}
+	grew := int64(heapInUse()) - int64(before)
+	st := e.Stats()
+	t.Logf("%d half-open sessions, %d retries; the heap grew %d KiB (%d B per half-open session)",
+		st.HalfOpen, st.RetriesSent, grew>>10, grew/int64(max(st.HalfOpen, 1)))
+	if st.HalfOpen != bound {
+		t.Fatalf("%d half-open sessions, want the bound %d", st.HalfOpen, bound)
+	}
+	if grew > 4<<20 {
+		t.Errorf("%d forged connects hold %d KiB of heap: over 4 MiB, against the documented ~1.2 KiB per half-open session",
+			2*bound, grew>>10)
+	}
+	runtime.KeepAlive(e)
 }
