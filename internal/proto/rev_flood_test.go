@@ -3,6 +3,7 @@ package proto
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"runtime"
 	"testing"
 	"time"
@@ -185,4 +186,50 @@ func TestHalfOpenMemoryWithWindow(t *testing.T) {
 			2*bound, grew>>10)
 	}
 	runtime.KeepAlive(e)
+}
+
+// TestNATPortReuseDisplacesConfirmed: promise 4 says a confirmed session
+// is never displaced by a newcomer. A server session takes its client's
+// packets from any port of its IP (a NAT rebinding the port keeps the
+// session, no challenge), but it stays keyed by the port of its connect.
+// Another client behind the same NAT that is later given that port, with
+// the same client session number (every client engine numbers its first
+// session 0), connects and confirms: confirm() takes it for the first
+// client restarted and ends the first client's live, confirmed session.
+func TestNATPortReuseDisplacesConfirmed(t *testing.T) {
+	e := New(Config{Random: seedRandom(1), CookieSeed: [32]byte{7}})
+	now := Time(time.Second)
+	natA, natA2 := addr("203.0.113.1:5000"), addr("203.0.113.1:6000")
+	ping := func(from netip.AddrPort, c wire.Connect, seq uint32) {
+		e.Receive(now, from, pkt(wire.Header{Type: wire.TypePing, Session: c.Session, Token: c.Token, TxSeq: seq}, nil))
+		e.Outgoing(now)
+	}
+	// Client A, session 0, through the NAT's port 5000; confirmed.
+	_, a := answer(t, e, now, natA, connectWith(0, 11, nil))
+	ping(natA, a, 2)
+	// The NAT moves A to port 6000: A's session goes on (no challenge).
+	now += Time(time.Second)
+	ping(natA2, a, 3)
+	if names, evs := drainEvents(e); len(names) != 0 {
+		t.Fatalf("A moved port: events %v %+v", names, evs)
+	}
+	// Client B gets port 5000 and opens its first session, 0.
+	now += Time(time.Second)
+	_, b := answer(t, e, now, natA, connectWith(0, 22, nil))
+	ping(natA, b, 2)
+	_, evs := drainEvents(e)
+	for _, ev := range evs {
+		if ev.Type == EventSessionDown {
+			t.Errorf("client B's confirmation ended a confirmed session (number %d; A's is %d, B's %d): %v",
+				ev.Session.Num(), a.Session, b.Session, ev.Err)
+		}
+	}
+	// A's next packet, from its current port, meets a reset.
+	e.Receive(now, natA2, pkt(wire.Header{Type: wire.TypePing, Session: a.Session, Token: a.Token, TxSeq: 4}, nil))
+	for _, p := range e.Outgoing(now) {
+		var h wire.Header
+		if _, err := h.Parse(p.AppendTo(nil)); err == nil && h.Type == wire.TypeReset {
+			t.Errorf("client A's ping from %v after B connected: reset (code %d)", p.To, h.Code)
+		}
+	}
 }
