@@ -233,3 +233,61 @@ func TestNATPortReuseDisplacesConfirmed(t *testing.T) {
 		}
 	}
 }
+
+// TestHalfOpenReapStalledByMigration: promise 2 says connects from
+// sources that never prove they receive are reaped within
+// HalfOpenTimeout. The half-open list is reaped from its head, assuming
+// creation order is lastHeard order; but a path response sets lastHeard
+// on a half-open session without confirming it or moving it in the list.
+// One accomplice that receives at two IPs keeps its half-open session at
+// the head, fresh, by moving it between its IPs every half second (a
+// packet from the other IP draws a challenge, which it answers), and the
+// forged half-open sessions queued behind it are never reaped: the bound
+// stays full of them for as long as the accomplice keeps going.
+func TestHalfOpenReapStalledByMigration(t *testing.T) {
+	const bound = 8
+	e := New(Config{Random: seedRandom(1), CookieSeed: [32]byte{8}, MaxHalfOpen: bound})
+	now := Time(time.Second)
+	ips := []netip.AddrPort{addr("10.9.0.1:7"), addr("10.9.0.2:7")}
+	_, acc := answer(t, e, now, ips[0], connectWith(1, 11, nil)) // the accomplice: half open, at the head
+	rng := rand.New(rand.NewPCG(4, 4))
+	var buf []byte
+	for range bound - 1 { // forged connects fill the bound
+		from, p := floodConnect(rng, buf)
+		buf = p
+		e.Receive(now, from, p)
+	}
+	e.Outgoing(now)
+	drainEvents(e)
+	if st := e.Stats(); st.HalfOpen != bound {
+		t.Fatalf("%d half open, want %d", st.HalfOpen, bound)
+	}
+	for i := 1; i <= 10; i++ {
+		now += Time(500 * time.Millisecond)
+		e.Tick(now)
+		e.Outgoing(now)
+		drainEvents(e)
+		ip := ips[i%2] // the IP the session is not on
+		e.Receive(now, ip, pkt(wire.Header{Type: wire.TypePing, Session: acc.Session, Token: acc.Token, TxSeq: uint32(2 * i)}, nil))
+		var nonce uint64
+		for _, p := range e.Outgoing(now) {
+			var h wire.Header
+			if _, err := h.Parse(p.AppendTo(nil)); err == nil && h.Type == wire.TypePathChallenge && p.To == ip {
+				nonce = h.ReqNum
+			}
+		}
+		if nonce == 0 {
+			t.Fatalf("step %d: no challenge", i)
+		}
+		e.Receive(now, ip, pkt(wire.Header{Type: wire.TypePathResponse, Session: acc.Session, Token: acc.Token,
+			ReqNum: nonce, MsgSize: 11, TxSeq: uint32(2*i + 1)}, nil))
+		e.Outgoing(now)
+		drainEvents(e)
+	}
+	st := e.Stats()
+	t.Logf("5 s on: %d half open, %d reaped, %d migrations", st.HalfOpen, st.HalfOpenReaped, st.Migrations)
+	if st.HalfOpenReaped < bound-1 {
+		t.Errorf("5 s after %d forged connects (HalfOpenTimeout 1 s), %d of them reaped; %d sessions still half open",
+			bound-1, st.HalfOpenReaped, st.HalfOpen)
+	}
+}
