@@ -112,9 +112,11 @@
 //     answers a connect statelessly with a retry cookie, a MAC over the
 //     client's address, port, number and token and a 2 s time bucket,
 //     and accepts a connect that echoes a valid one even then. A flood
-//     therefore holds at most MaxHalfOpen sessions, about 1.2 KiB each
-//     with their share of the tables (1.2 MiB by default, measured by
-//     TestConnectFlood; the full table of 65,536 used to take 68 MiB),
+//     therefore holds at most MaxHalfOpen sessions, under 0.5 KiB each
+//     with their share of the tables whatever the Window (a session's
+//     slots are made at confirmation; 385 B measured at Window 1024 by
+//     TestHalfOpenMemoryWithWindow, under 0.5 MiB by default; the full
+//     table of 65,536 used to take 68 MiB),
 //     and costs no state or allocation past the bound; a real client
 //     pays one round trip more. Resets answer packets for sessions the
 //     server does not have and say for how long it has had none, which

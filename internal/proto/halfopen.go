@@ -49,6 +49,18 @@ func (l *halfOpenList) remove(s *session) {
 	l.n--
 }
 
+// establish makes s a full session once a packet carrying the server's
+// token proves its client receives at its address: it gets its slots
+// here, not at the connect, so that an unconfirmed session, which anyone
+// can make from a forged source, costs the same whatever window it asks
+// for (Window slots of 80 B would make a forged session cost 80 KiB at a
+// Window of 1024). Nothing reads the slots before: every packet that
+// does (request, RFR, cancel) confirms its session first (serverReceive).
+func (e *Engine) establish(now Time, s *session) {
+	s.s.slots = make([]serverSlot, s.window)
+	e.confirm(now, s)
+}
+
 // halfOpenDeadline is when the oldest half-open session expires, or Never.
 // A half-open session has heard nothing since its connect (any packet with
 // its token confirms it), so lastHeard is when it was made.

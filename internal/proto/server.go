@@ -10,7 +10,7 @@ import (
 // serverSide is the state only server sessions have: one slot per request
 // number class, and nothing per packet. A server keeps no timers and sends
 // only replies (eRPC's client-driven protocol); an idle session costs one
-// small struct per slot.
+// small struct per slot, and an unconfirmed one none (see establish).
 type serverSide struct {
 	key       peerKey
 	credits   int  // negotiated, repeated in duplicate connect-acks

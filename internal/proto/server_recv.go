@@ -22,7 +22,7 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	}
 	s.lastHeard = now
 	if !s.s.confirmed {
-		e.confirm(now, s)
+		e.establish(now, s)
 	}
 	switch h.Type {
 	case wire.TypeReq:
@@ -274,7 +274,9 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now}
 	credits := s.negotiate(&e.cfg, &c)
-	s.s = &serverSide{key: key, slots: make([]serverSlot, s.window), metered: e.metered(from)}
+	// No slots yet: they come at confirmation (establish), once the
+	// client has proven it receives at its address.
+	s.s = &serverSide{key: key, metered: e.metered(from)}
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++
