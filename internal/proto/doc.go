@@ -125,7 +125,11 @@
 //     server has. A client whose IP changes keeps its session (QUIC's
 //     connection migration, migrate.go): the server challenges the new
 //     address and moves the session there once the client answers from
-//     it; until then that address's packets are dropped, so a forged
+//     it (an answer carries the server's token and the nonce, so it
+//     also confirms a session still half open: a half-open session
+//     leaves the reaper's list only by confirming, and a repeated
+//     connect renews it at the list's back, so no accomplice can stall
+//     the reaping of forged ones); until then that address's packets are dropped, so a forged
 //     source can neither redirect answers nor end the session, and no
 //     request runs twice. Keepalive pings on idle sessions, client
 //     failure detection (FailureTimeout without a packet while waiting)

@@ -11,16 +11,21 @@ import (
 // server's token. Anyone can send a connect from any source address, so
 // these are the sessions a flood of forged connects makes; the list bounds
 // them (Config.MaxHalfOpen) and reaps them early (Config.HalfOpenTimeout).
-// It is in creation order, so its head is the next to expire, and
-// intrusive (serverSide.halfPrev/halfNext), so removing a session that
+// Each session expires HalfOpenTimeout after it entered the list
+// (serverSide.halfDue), and whatever renews one moves it to the back, so
+// the list stays in expiry order and its head is the next to expire: the
+// reaper stops at the first unexpired session without skipping any. It
+// is intrusive (serverSide.halfPrev/halfNext), so removing a session that
 // confirms costs nothing.
 type halfOpenList struct {
 	head, tail *session
 	n          int
 }
 
-func (l *halfOpenList) push(s *session) {
-	s.s.halfOpen = true
+// push appends s, which expires at due: no earlier than any session in
+// the list, which the one timeout for all ensures.
+func (l *halfOpenList) push(s *session, due Time) {
+	s.s.halfOpen, s.s.halfDue = true, due
 	s.s.halfPrev, s.s.halfNext = l.tail, nil
 	if l.tail != nil {
 		l.tail.s.halfNext = s
@@ -62,13 +67,14 @@ func (e *Engine) establish(now Time, s *session) {
 }
 
 // halfOpenDeadline is when the oldest half-open session expires, or Never.
-// A half-open session has heard nothing since its connect (any packet with
-// its token confirms it), so lastHeard is when it was made.
+// It is the list's own record, not lastHeard: a refresh that bypassed the
+// list would otherwise stall the reaper at a session that stays fresh,
+// with every forged one behind it kept alive.
 func (e *Engine) halfOpenDeadline() Time {
 	if e.halfOpen.head == nil {
 		return Never
 	}
-	return e.halfOpen.head.lastHeard.Add(e.cfg.HalfOpenTimeout)
+	return e.halfOpen.head.s.halfDue
 }
 
 // reapHalfOpen ends the half-open sessions older than HalfOpenTimeout. A
@@ -97,7 +103,7 @@ func (e *Engine) renewHalfOpen(now Time, s *session) {
 	if s.s.halfOpen {
 		e.halfOpen.remove(s)
 		s.lastHeard = now
-		e.halfOpen.push(s)
+		e.halfOpen.push(s, now.Add(e.cfg.HalfOpenTimeout))
 	}
 }
 

@@ -18,6 +18,7 @@ type serverSide struct {
 	// In Engine.halfOpen: made without a cookie and not confirmed yet.
 	halfOpen           bool
 	halfPrev, halfNext *session
+	halfDue            Time   // when it is reaped if still unconfirmed
 	unseen             uint64 // every request numbered this or higher is one we never saw
 	slots              []serverSlot
 	metered            bool         // a congestion-controlled client: see shareMeter

@@ -281,7 +281,7 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	e.byPeer[key] = s
 	e.serverSessions++
 	if !proven {
-		e.halfOpen.push(s)
+		e.halfOpen.push(s, now.Add(e.cfg.HalfOpenTimeout))
 	}
 	if e.nextSweep == Never {
 		e.nextSweep = now.Add(e.cfg.IdleTimeout / 4)
