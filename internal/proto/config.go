@@ -44,7 +44,10 @@ type Config struct {
 	// session failed and fails its calls. Default 2 s.
 	FailureTimeout time.Duration
 	// ConnectRetry is the interval between connect attempts; the connect
-	// fails after FailureTimeout. Default 100 ms (eRPC's kSMTimeoutMs).
+	// fails after FailureTimeout unanswered. A server's retry
+	// (wire.CodeRetry) with a new cookie is an answer: it gives the
+	// connect another FailureTimeout, at most three times (so at most
+	// 4 x FailureTimeout in all). Default 100 ms (eRPC's kSMTimeoutMs).
 	ConnectRetry time.Duration
 	// KeepaliveInterval is how often an idle client session pings its
 	// server, so that both ends notice a dead peer. Default 5 s.

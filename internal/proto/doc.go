@@ -118,7 +118,11 @@
 //     TestHalfOpenMemoryWithWindow, under 0.5 MiB by default; the full
 //     table of 65,536 used to take 68 MiB),
 //     and costs no state or allocation past the bound; a real client
-//     pays one round trip more. Resets answer packets for sessions the
+//     pays one round trip more, and a retry counts as hearing from the
+//     server: a new cookie gives the connect another FailureTimeout, at
+//     most three times, so a client up to FailureTimeout away connects
+//     through a flood and a server that only ever answers with retries
+//     still fails the connect within 4 x FailureTimeout. Resets answer packets for sessions the
 //     server does not have and say for how long it has had none, which
 //     proves that requests sent since never ran (ErrNotExecuted: the
 //     driver may send them again); they never say it of a session the

@@ -65,7 +65,8 @@
 // long): a MAC, under a secret key the server rotates, over the client's
 // address and port, session number and token and a coarse time bucket.
 // The client sends its connect again, the same but for the cookie echoed
-// at its end; a server accepts a connect with a valid cookie from the
+// at its end (a retry is an answer: it extends the client's connect
+// timeout, a bounded number of times); a server accepts a connect with a valid cookie from the
 // current or the previous bucket even under pressure, since it proves the
 // client receives at its source address, which a forger never sees. A
 // forged connect therefore costs the server no state, only a 72-byte
