@@ -107,9 +107,10 @@ type Config struct {
 	// covers 100,000 connects/s at 10 ms; past it, clients pay one extra
 	// round trip. Default 1024 (capped at MaxSessions).
 	MaxHalfOpen int
-	// HalfOpenTimeout is how long a half-open session may stay
-	// unconfirmed: it then ends as idle (ErrServerIdle), and its client,
-	// if real, hears a closing reset. A real client confirms within a
+	// HalfOpenTimeout is how long a server session may stay unconfirmed
+	// after its connect (or the latest copy of it), whether half open or
+	// made by a retry cookie: it then ends as idle (ErrServerIdle), and
+	// its client, if real, hears a closing reset. A real client confirms within a
 	// round trip and resends its confirmation at its RTO (at most
 	// MaxRTO, 200 ms), so a second allows for several losses, and is
 	// IdleTimeout/30. Default 1 s (at most IdleTimeout).

@@ -111,18 +111,27 @@
 //     reaped after HalfOpenTimeout (1 s); beyond the bound the server
 //     answers a connect statelessly with a retry cookie, a MAC over the
 //     client's address, port, number and token and a 2 s time bucket,
-//     and accepts a connect that echoes a valid one even then. A flood
-//     therefore holds at most MaxHalfOpen sessions, under 0.5 KiB each
-//     with their share of the tables whatever the Window (a session's
-//     slots are made at confirmation; 385 B measured at Window 1024 by
-//     TestHalfOpenMemoryWithWindow, under 0.5 MiB by default; the full
-//     table of 65,536 used to take 68 MiB),
-//     and costs no state or allocation past the bound; a real client
-//     pays one round trip more, and a retry counts as hearing from the
-//     server: a new cookie gives the connect another FailureTimeout, at
-//     most three times, so a client up to FailureTimeout away connects
-//     through a flood and a server that only ever answers with retries
-//     still fails the connect within 4 x FailureTimeout. Resets answer packets for sessions the
+//     and accepts a connect that echoes a valid one even then. A cookie
+//     makes one session (a later copy of its connect counts as having
+//     none); the sessions cookies make are not bounded apart, but are
+//     reaped unconfirmed after HalfOpenTimeout too, and every
+//     unconfirmed session's ack asks the client to confirm at once
+//     (FlagConfirm). A flood therefore holds at most MaxHalfOpen
+//     sessions, under 0.5 KiB each with their share of the tables
+//     whatever the Window (a session's slots are made at confirmation;
+//     385 B measured at Window 1024 by TestHalfOpenMemoryWithWindow,
+//     under 0.5 MiB by default; the full table of 65,536 used to take
+//     68 MiB), and costs no state or allocation past the bound. It
+//     gains at most 13/8 in bytes: a 64-byte connect draws a 64-byte
+//     ack and, when its session is reaped, a 40-byte closing reset,
+//     for MaxHalfOpen connects per HalfOpenTimeout at most; past the
+//     bound a 72-byte retry (9/8). A real client pays one round trip
+//     more, and a retry counts as hearing from the server: a new
+//     cookie gives the connect another FailureTimeout, at most three
+//     times, so a client whose round trip is under FailureTimeout
+//     connects through a flood, and a server that only ever answers
+//     with retries still fails the connect within 4 x FailureTimeout.
+//     Resets answer packets for sessions the
 //     server does not have and say for how long it has had none, which
 //     proves that requests sent since never ran (ErrNotExecuted: the
 //     driver may send them again); they never say it of a session the

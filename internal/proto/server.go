@@ -15,8 +15,9 @@ type serverSide struct {
 	key       peerKey
 	credits   int  // negotiated, repeated in duplicate connect-acks
 	confirmed bool // a packet with our token arrived: the client has the ack
-	// In Engine.halfOpen: made without a cookie and not confirmed yet.
-	halfOpen           bool
+	// The list of unconfirmed sessions s is in, if any: Engine.halfOpen
+	// (made without a cookie) or Engine.provenOpen (with one).
+	unconfirmedIn      *halfOpenList
 	halfPrev, halfNext *session
 	halfDue            Time   // when it is reaped if still unconfirmed
 	unseen             uint64 // every request numbered this or higher is one we never saw

@@ -280,7 +280,9 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++
-	if !proven {
+	if proven {
+		e.provenOpen.push(s, now.Add(e.cfg.HalfOpenTimeout))
+	} else {
 		e.halfOpen.push(s, now.Add(e.cfg.HalfOpenTimeout))
 	}
 	if e.nextSweep == Never {
@@ -294,8 +296,8 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 // sendConnectAck answers a connect with the negotiated parameters.
 func (e *Engine) sendConnectAck(s *session, in *wire.Header) {
 	h := wire.Header{Type: wire.TypeConnectAck, Session: s.remote, Token: s.peerToken, TxSeq: in.TxSeq}
-	if s.s.halfOpen {
-		h.Flags = wire.FlagConfirm
+	if !s.s.confirmed {
+		h.Flags = wire.FlagConfirm // confirm at once, or be reaped (halfopen.go)
 	}
 	c := wire.Connect{Session: s.num, Window: uint16(s.window), Credits: uint16(s.s.credits),
 		MaxMsgSize: uint32(s.maxMsg), MaxData: uint16(s.dpp), Token: s.token}
