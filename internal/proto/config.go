@@ -97,9 +97,9 @@ type Config struct {
 	// (wire.CodeRetry), and a client that echoes it gets its session
 	// however many half-open ones there are, so a flood of forged
 	// connects never locks a real client out, and costs at most
-	// MaxHalfOpen sessions of under 0.5 KiB each with their share of the
+	// MaxHalfOpen sessions of about 0.5 KiB each with their share of the
 	// tables, whatever the Window, since a session's slots are made only
-	// when it is confirmed (under 0.5 MiB by default; TestConnectFlood
+	// when it is confirmed (about 0.5 MiB by default; TestConnectFlood
 	// and TestHalfOpenMemoryWithWindow measure it).
 	// A real client confirms one round trip after the connect-ack (with
 	// its first request, or a ping if it has none), so its half-open

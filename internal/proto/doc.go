@@ -91,8 +91,9 @@
 //     The responses slots keep for at-most-once count toward the same
 //     bound, by the capacity of their buffers. Receive memory follows
 //     load, not sessions: an idle server session costs about a kilobyte
-//     (1.0 KiB measured by TestIdleSessionMemory, 1.2 KiB once it has
-//     answered a 32-byte call), and there is no per-session RX-ring
+//     (0.4 KiB before it is confirmed, its 80-byte slots coming at
+//     confirmation, and 1.3 KiB once it has answered a 32-byte call,
+//     measured by TestIdleSessionMemory), and there is no per-session RX-ring
 //     reservation (eRPC's 128-sessions-per-endpoint limit).
 //   - Cancellation reaches the server (Cancel, CancelAck): a partly received
 //     request is freed, a running handler is told (EventRequestCanceled), and
@@ -117,11 +118,12 @@
 //     reaped unconfirmed after HalfOpenTimeout too, and every
 //     unconfirmed session's ack asks the client to confirm at once
 //     (FlagConfirm). A flood therefore holds at most MaxHalfOpen
-//     sessions, under 0.5 KiB each with their share of the tables
+//     sessions, about 0.5 KiB each with their share of the tables
 //     whatever the Window (a session's slots are made at confirmation;
-//     385 B measured at Window 1024 by TestHalfOpenMemoryWithWindow,
-//     under 0.5 MiB by default; the full table of 65,536 used to take
-//     68 MiB), and costs no state or allocation past the bound. It
+//     0.4 KiB measured at Window 1024 by TestHalfOpenMemoryWithWindow,
+//     525 KiB for the default 1024 by TestConnectFlood; the full table
+//     of 65,536 used to take 68 MiB), and costs no state or allocation
+//     past the bound. It
 //     gains at most 13/8 in bytes: a 64-byte connect draws a 64-byte
 //     ack and, when its session is reaped, a 40-byte closing reset,
 //     for MaxHalfOpen connects per HalfOpenTimeout at most; past the
