@@ -34,6 +34,7 @@ type Stats struct {
 	DropUnvalidated uint64 // packets from a client's new address before it answered the challenge
 	RetriesSent     uint64 // connects answered with a retry cookie instead of a session: a connect flood
 	BadCookies      uint64 // connects whose retry cookie was not valid (forged, expired, another client's)
+	SpentCookies    uint64 // connects whose retry cookie had made a session already (a late copy or a replay)
 	HalfOpenReaped  uint64 // sessions ended because their client never confirmed them
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in

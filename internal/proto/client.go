@@ -121,12 +121,15 @@ type clientSide struct {
 	waitStart Time // start of the current stretch with something outstanding
 	lastSent  Time
 
-	connectStart, nextConnect Time
-	offer                     wire.Connect
+	// connectDue is when the connect fails unanswered: FailureTimeout
+	// after it started, or after the latest retry that extended it.
+	connectDue, nextConnect Time
+	offer                   wire.Connect
 	// The cookie a server under a connect flood asked this connect to echo
-	// (wire.CodeRetry).
+	// (wire.CodeRetry), and how many retries have extended the connect.
 	cookie    wire.Cookie
 	hasCookie bool
+	retries   uint8
 
 	pingOut    bool
 	pingSeq    uint32
@@ -226,10 +229,10 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 	e.touch(now)
 	s := &session{peer: addr, lastHeard: now}
 	s.c = &clientSide{
-		waitStart:    now,
-		connectStart: now,
-		lastSent:     now,
-		pacedUntil:   Never,
+		waitStart:  now,
+		connectDue: now.Add(e.cfg.FailureTimeout),
+		lastSent:   now,
+		pacedUntil: Never,
 	}
 	if e.cfg.Uncongested != nil && e.cfg.Uncongested(addr) {
 		// No network between: a datagram is lost only to a full socket

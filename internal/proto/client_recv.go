@@ -295,6 +295,14 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 // with the cookie it sent, which proves we receive at our address. A new
 // cookie goes out at once; the same one again waits for the next connect
 // retry, so a server that keeps answering so cannot make us spin.
+//
+// A retry is an answer: the server is alive, and the connect now needs a
+// second round trip, so a new cookie gives the connect a full
+// FailureTimeout from now. Without it a client more than half of
+// FailureTimeout away (two round trips) could never connect during a
+// flood. At most maxConnectRetries retries extend it, so a server that
+// only ever answers with retries still fails the connect, within
+// (1+maxConnectRetries) x FailureTimeout of its start.
 func (e *Engine) onRetry(now Time, s *session, payload []byte) {
 	var c wire.Connect
 	if c.Parse(payload) != nil || !c.HasCookie {
@@ -306,8 +314,18 @@ func (e *Engine) onRetry(now Time, s *session, payload []byte) {
 		return
 	}
 	cs.cookie, cs.hasCookie = c.Cookie, true
+	if cs.retries < maxConnectRetries {
+		cs.retries++
+		cs.connectDue = maxTime(cs.connectDue, now.Add(e.cfg.FailureTimeout))
+	}
 	e.sendConnect(now, s)
 }
+
+// maxConnectRetries bounds the retries (wire.CodeRetry) that extend a
+// connect's deadline. A cookie changes every 2 to 4 s (cookieBucket), so
+// a real client needs one, or two if its echo crosses a bucket's end;
+// three leave room for a lost echo.
+const maxConnectRetries = 3
 
 // onReset: the server does not know the session (it restarted, reaped it,
 // or ended it for a newer one): fail it, so the caller can reconnect.

@@ -230,7 +230,7 @@ func (e *Engine) clientDeadline(s *session) Time {
 	cs := s.c
 	cfg := &e.cfg
 	if !s.up {
-		return minTime(cs.nextConnect, cs.connectStart.Add(cfg.FailureTimeout))
+		return minTime(cs.nextConnect, cs.connectDue)
 	}
 	d := Never
 	if cs.waitStart != Never {
@@ -275,7 +275,7 @@ func (e *Engine) clientTimer(now Time, s *session) {
 	cs := s.c
 	cfg := &e.cfg
 	if !s.up {
-		if now >= cs.connectStart.Add(cfg.FailureTimeout) {
+		if now >= cs.connectDue {
 			e.endSession(now, s, ErrConnectTimeout)
 		} else if now >= cs.nextConnect {
 			e.sendConnect(now, s)

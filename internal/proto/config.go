@@ -44,7 +44,10 @@ type Config struct {
 	// session failed and fails its calls. Default 2 s.
 	FailureTimeout time.Duration
 	// ConnectRetry is the interval between connect attempts; the connect
-	// fails after FailureTimeout. Default 100 ms (eRPC's kSMTimeoutMs).
+	// fails after FailureTimeout unanswered. A server's retry
+	// (wire.CodeRetry) with a new cookie is an answer: it gives the
+	// connect another FailureTimeout, at most three times (so at most
+	// 4 x FailureTimeout in all). Default 100 ms (eRPC's kSMTimeoutMs).
 	ConnectRetry time.Duration
 	// KeepaliveInterval is how often an idle client session pings its
 	// server, so that both ends notice a dead peer. Default 5 s.
@@ -94,17 +97,20 @@ type Config struct {
 	// (wire.CodeRetry), and a client that echoes it gets its session
 	// however many half-open ones there are, so a flood of forged
 	// connects never locks a real client out, and costs at most
-	// MaxHalfOpen sessions of about 1.2 KiB each with their share of the
-	// tables (1.2 MiB by default; TestConnectFlood measures it).
+	// MaxHalfOpen sessions of about 0.5 KiB each with their share of the
+	// tables, whatever the Window, since a session's slots are made only
+	// when it is confirmed (about 0.5 MiB by default; TestConnectFlood
+	// and TestHalfOpenMemoryWithWindow measure it).
 	// A real client confirms one round trip after the connect-ack (with
 	// its first request, or a ping if it has none), so its half-open
 	// sessions number its connect rate times a round trip: the default
 	// covers 100,000 connects/s at 10 ms; past it, clients pay one extra
 	// round trip. Default 1024 (capped at MaxSessions).
 	MaxHalfOpen int
-	// HalfOpenTimeout is how long a half-open session may stay
-	// unconfirmed: it then ends as idle (ErrServerIdle), and its client,
-	// if real, hears a closing reset. A real client confirms within a
+	// HalfOpenTimeout is how long a server session may stay unconfirmed
+	// after its connect (or the latest copy of it), whether half open or
+	// made by a retry cookie: it then ends as idle (ErrServerIdle), and
+	// its client, if real, hears a closing reset. A real client confirms within a
 	// round trip and resends its confirmation at its RTO (at most
 	// MaxRTO, 200 ms), so a second allows for several losses, and is
 	// IdleTimeout/30. Default 1 s (at most IdleTimeout).

@@ -37,6 +37,13 @@ type cookieJar struct {
 	prev   hash.Hash // under bucket-1's key; nil if that bucket had none
 	in     [34]byte  // scratch: the MAC's input
 	sum    [sha256.Size]byte
+	// The cookies that made a session in bucket and in bucket-1: a
+	// cookie makes one session, and a copy of its connect that comes
+	// after that session ended (a network duplicate, a replay from the
+	// path) counts as having none. A cookie is valid two buckets at most,
+	// so two sets cover its life; they hold one entry per cookie-proven
+	// connect of the last 2 to 4 s, each of which made a session.
+	spent, spentPrev map[wire.Cookie]struct{}
 }
 
 func newCookieJar(seed [32]byte) cookieJar {
@@ -56,7 +63,11 @@ func (j *cookieJar) rotate(now Time) {
 	j.prev = nil
 	if j.cur != nil && b == j.bucket+1 {
 		j.prev = j.cur
+		j.spent, j.spentPrev = j.spentPrev, j.spent
+	} else {
+		clear(j.spentPrev)
 	}
+	clear(j.spent)
 	var key [32]byte
 	_, _ = j.keys.Read(key[:])
 	j.cur, j.bucket = hmac.New(sha256.New, key[:]), b
@@ -81,6 +92,23 @@ func (j *cookieJar) valid(now Time, from netip.AddrPort, num, token uint32, c wi
 	}
 	want := j.mac(j.prev, j.bucket-1, from, num, token)
 	return hmac.Equal(want[:], c[:])
+}
+
+// spend records that valid cookie c makes a session now, and reports
+// false if it has made one already. Call it after valid, which keeps the
+// sets in step with the buckets.
+func (j *cookieJar) spend(c wire.Cookie) bool {
+	if _, ok := j.spent[c]; ok {
+		return false
+	}
+	if _, ok := j.spentPrev[c]; ok {
+		return false
+	}
+	if j.spent == nil {
+		j.spent = make(map[wire.Cookie]struct{})
+	}
+	j.spent[c] = struct{}{}
+	return true
 }
 
 func (j *cookieJar) mac(h hash.Hash, bucket int64, from netip.AddrPort, num, token uint32) (c wire.Cookie) {

@@ -91,8 +91,9 @@
 //     The responses slots keep for at-most-once count toward the same
 //     bound, by the capacity of their buffers. Receive memory follows
 //     load, not sessions: an idle server session costs about a kilobyte
-//     (1.0 KiB measured by TestIdleSessionMemory, 1.2 KiB once it has
-//     answered a 32-byte call), and there is no per-session RX-ring
+//     (0.4 KiB before it is confirmed, its 80-byte slots coming at
+//     confirmation, and 1.3 KiB once it has answered a 32-byte call,
+//     measured by TestIdleSessionMemory), and there is no per-session RX-ring
 //     reservation (eRPC's 128-sessions-per-endpoint limit).
 //   - Cancellation reaches the server (Cancel, CancelAck): a partly received
 //     request is freed, a running handler is told (EventRequestCanceled), and
@@ -111,19 +112,39 @@
 //     reaped after HalfOpenTimeout (1 s); beyond the bound the server
 //     answers a connect statelessly with a retry cookie, a MAC over the
 //     client's address, port, number and token and a 2 s time bucket,
-//     and accepts a connect that echoes a valid one even then. A flood
-//     therefore holds at most MaxHalfOpen sessions, about 1.2 KiB each
-//     with their share of the tables (1.2 MiB by default, measured by
-//     TestConnectFlood; the full table of 65,536 used to take 68 MiB),
-//     and costs no state or allocation past the bound; a real client
-//     pays one round trip more. Resets answer packets for sessions the
+//     and accepts a connect that echoes a valid one even then. A cookie
+//     makes one session (a later copy of its connect counts as having
+//     none); the sessions cookies make are not bounded apart, but are
+//     reaped unconfirmed after HalfOpenTimeout too, and every
+//     unconfirmed session's ack asks the client to confirm at once
+//     (FlagConfirm). A flood therefore holds at most MaxHalfOpen
+//     sessions, about 0.5 KiB each with their share of the tables
+//     whatever the Window (a session's slots are made at confirmation;
+//     0.4 KiB measured at Window 1024 by TestHalfOpenMemoryWithWindow,
+//     525 KiB for the default 1024 by TestConnectFlood; the full table
+//     of 65,536 used to take 68 MiB), and costs no state or allocation
+//     past the bound. It
+//     gains at most 13/8 in bytes: a 64-byte connect draws a 64-byte
+//     ack and, when its session is reaped, a 40-byte closing reset,
+//     for MaxHalfOpen connects per HalfOpenTimeout at most; past the
+//     bound a 72-byte retry (9/8). A real client pays one round trip
+//     more, and a retry counts as hearing from the server: a new
+//     cookie gives the connect another FailureTimeout, at most three
+//     times, so a client whose round trip is under FailureTimeout
+//     connects through a flood, and a server that only ever answers
+//     with retries still fails the connect within 4 x FailureTimeout.
+//     Resets answer packets for sessions the
 //     server does not have and say for how long it has had none, which
 //     proves that requests sent since never ran (ErrNotExecuted: the
 //     driver may send them again); they never say it of a session the
 //     server has. A client whose IP changes keeps its session (QUIC's
 //     connection migration, migrate.go): the server challenges the new
 //     address and moves the session there once the client answers from
-//     it; until then that address's packets are dropped, so a forged
+//     it (an answer carries the server's token and the nonce, so it
+//     also confirms a session still half open: a half-open session
+//     leaves the reaper's list only by confirming, and a repeated
+//     connect renews it at the list's back, so no accomplice can stall
+//     the reaping of forged ones); until then that address's packets are dropped, so a forged
 //     source can neither redirect answers nor end the session, and no
 //     request runs twice. Keepalive pings on idle sessions, client
 //     failure detection (FailureTimeout without a packet while waiting)

@@ -68,6 +68,7 @@ type Engine struct {
 	savedBytes     int // the part held by saved responses
 	serverSessions int
 	halfOpen       halfOpenList // unconfirmed server sessions made without a cookie
+	provenOpen     halfOpenList // unconfirmed server sessions made with a valid cookie
 	cookies        cookieJar
 	nextCallID     CallID
 
@@ -370,7 +371,7 @@ func (e *Engine) freeSession(now Time, s *session) {
 		}
 	}
 	if s.s != nil {
-		e.halfOpen.remove(s)
+		e.unlist(s)
 		if e.byPeer[s.s.key] == s {
 			delete(e.byPeer, s.s.key)
 		}

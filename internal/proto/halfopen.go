@@ -6,21 +6,33 @@ import (
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
-// halfOpenList holds the server sessions that are half open: made by a
-// connect without a cookie and not confirmed yet by a packet carrying the
-// server's token. Anyone can send a connect from any source address, so
-// these are the sessions a flood of forged connects makes; the list bounds
-// them (Config.MaxHalfOpen) and reaps them early (Config.HalfOpenTimeout).
-// It is in creation order, so its head is the next to expire, and
-// intrusive (serverSide.halfPrev/halfNext), so removing a session that
+// halfOpenList holds server sessions not confirmed yet by a packet
+// carrying the server's token, which all end HalfOpenTimeout after they
+// entered the list unless confirmed. An engine has two. Engine.halfOpen
+// holds the half-open ones, made by a connect without a cookie: anyone can
+// send a connect from any source address, so these are the sessions a
+// flood of forged connects makes, and they are bounded
+// (Config.MaxHalfOpen). Engine.provenOpen holds those made by a connect
+// with a valid cookie: their source receives, so they are not bounded
+// apart (a real client must get one however many half-open ones there
+// are), but a client that never confirms one costs the server only until
+// it is reaped.
+//
+// Each session expires HalfOpenTimeout after it entered the list
+// (serverSide.halfDue), and whatever renews one moves it to the back, so
+// the list stays in expiry order and its head is the next to expire: the
+// reaper stops at the first unexpired session without skipping any. It
+// is intrusive (serverSide.halfPrev/halfNext), so removing a session that
 // confirms costs nothing.
 type halfOpenList struct {
 	head, tail *session
 	n          int
 }
 
-func (l *halfOpenList) push(s *session) {
-	s.s.halfOpen = true
+// push appends s, which expires at due: no earlier than any session in
+// the list, which the one timeout for all ensures.
+func (l *halfOpenList) push(s *session, due Time) {
+	s.s.unconfirmedIn, s.s.halfDue = l, due
 	s.s.halfPrev, s.s.halfNext = l.tail, nil
 	if l.tail != nil {
 		l.tail.s.halfNext = s
@@ -32,7 +44,7 @@ func (l *halfOpenList) push(s *session) {
 }
 
 func (l *halfOpenList) remove(s *session) {
-	if !s.s.halfOpen {
+	if s.s.unconfirmedIn != l {
 		return
 	}
 	if p := s.s.halfPrev; p != nil {
@@ -45,27 +57,58 @@ func (l *halfOpenList) remove(s *session) {
 	} else {
 		l.tail = s.s.halfPrev
 	}
-	s.s.halfOpen, s.s.halfPrev, s.s.halfNext = false, nil, nil
+	s.s.unconfirmedIn, s.s.halfPrev, s.s.halfNext = nil, nil, nil
 	l.n--
 }
 
-// halfOpenDeadline is when the oldest half-open session expires, or Never.
-// A half-open session has heard nothing since its connect (any packet with
-// its token confirms it), so lastHeard is when it was made.
-func (e *Engine) halfOpenDeadline() Time {
-	if e.halfOpen.head == nil {
+// deadline is when the list's oldest session expires, or Never. It is
+// the list's own record, not lastHeard: a refresh that bypassed the list
+// would otherwise stall the reaper at a session that stays fresh, with
+// every forged one behind it kept alive.
+func (l *halfOpenList) deadline() Time {
+	if l.head == nil {
 		return Never
 	}
-	return e.halfOpen.head.lastHeard.Add(e.cfg.HalfOpenTimeout)
+	return l.head.s.halfDue
 }
 
-// reapHalfOpen ends the half-open sessions older than HalfOpenTimeout. A
-// real client confirms one round trip after the connect-ack; one that
-// has not by then is a forgery, or lost its confirmation and will hear the
-// closing reset (or a reset later) and connect again.
+// unlist takes s off whichever list of unconfirmed sessions it is in.
+func (e *Engine) unlist(s *session) {
+	if l := s.s.unconfirmedIn; l != nil {
+		l.remove(s)
+	}
+}
+
+// establish makes s a full session once a packet carrying the server's
+// token proves its client receives at its address: it gets its slots
+// here, not at the connect, so that an unconfirmed session, which anyone
+// can make from a forged source, costs the same whatever window it asks
+// for (Window slots of 80 B would make a forged session cost 80 KiB at a
+// Window of 1024). Nothing reads the slots before: every packet that
+// does (request, RFR, cancel) confirms its session first (serverReceive).
+func (e *Engine) establish(now Time, s *session) {
+	s.s.slots = make([]serverSlot, s.window)
+	e.unlist(s)
+	e.confirm(now, s)
+}
+
+// halfOpenDeadline is when the next unconfirmed session expires, or Never.
+func (e *Engine) halfOpenDeadline() Time {
+	return minTime(e.halfOpen.deadline(), e.provenOpen.deadline())
+}
+
+// reapHalfOpen ends the unconfirmed sessions older than HalfOpenTimeout.
+// A real client confirms one round trip after the connect-ack (at once,
+// with a ping, if it has nothing to send: the ack says FlagConfirm), and
+// resends its connect until it has the ack, which renews the session; one
+// that has not confirmed by then is a forgery or a late copy, or lost its
+// confirmation and will hear the closing reset (or a reset later) and
+// connect again.
 func (e *Engine) reapHalfOpen(now Time) {
-	for e.halfOpen.head != nil && now >= e.halfOpenDeadline() {
-		e.endHalfOpen(now, e.halfOpen.head)
+	for _, l := range [...]*halfOpenList{&e.halfOpen, &e.provenOpen} {
+		for l.head != nil && now >= l.deadline() {
+			e.endHalfOpen(now, l.head)
+		}
 	}
 }
 
@@ -82,10 +125,10 @@ func (e *Engine) endHalfOpen(now Time, s *session) {
 // connects keeps its half-open sessions as long, and as many, as one who
 // sends new ones.
 func (e *Engine) renewHalfOpen(now Time, s *session) {
-	if s.s.halfOpen {
-		e.halfOpen.remove(s)
+	if l := s.s.unconfirmedIn; l != nil {
+		l.remove(s)
 		s.lastHeard = now
-		e.halfOpen.push(s)
+		l.push(s, now.Add(e.cfg.HalfOpenTimeout))
 	}
 }
 
@@ -102,6 +145,17 @@ func (e *Engine) admitConnect(now Time, from netip.AddrPort, h *wire.Header, c *
 	proven = c.HasCookie && e.cookies.valid(now, from, c.Session, h.Token, c.Cookie)
 	if c.HasCookie && !proven {
 		e.stats.BadCookies++ // from another address or client, forged, or expired: as if none
+	}
+	if proven && !e.cookies.spend(c.Cookie) {
+		// A copy of a connect whose session has ended (a duplicate, or a
+		// replay from the path): the cookie has made its session, and
+		// counts as none, so the copy gets a half-open session, bounded
+		// and soon reaped, or under pressure a retry, never a proven one.
+		// A real client whose cookie session was reaped before it had
+		// the ack is retried too, and gets a session with the cookie of
+		// the next bucket (its connect lasts up to 4 x FailureTimeout).
+		e.stats.SpentCookies++
+		proven = false
 	}
 	full := e.serverSessions >= e.cfg.MaxSessions
 	switch {

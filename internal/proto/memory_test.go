@@ -119,7 +119,8 @@ func TestReleasedMemoryBounded(t *testing.T) {
 }
 
 // TestIdleSessionMemory measures what an idle server session costs: its
-// state, its slots and, after one 32-byte call, the response it keeps for
+// state before it is confirmed (its slots come at confirmation) and,
+// after one 32-byte call, with its slots and the response it keeps for
 // at-most-once. It logs the figures the package doc quotes.
 func TestIdleSessionMemory(t *testing.T) {
 	const n = 2000

@@ -77,6 +77,13 @@ func (e *Engine) onNewPath(now Time, from netip.AddrPort, s *session, in *wire.H
 // from any port of its IP), echoing the nonce, with the session's token
 // and its client's. The session then takes packets from the new IP, and
 // its unasked packets (a closing notice) go to the answering port.
+//
+// The answer carries the server's token, which only the connect-ack told,
+// and the nonce, which only the new address was sent: it proves what a
+// confirming packet proves (its sender has the ack, and receives where it
+// claims to be), so it confirms a session still unconfirmed. Merely
+// refreshing one would keep it half open yet fresh, out of step with the
+// reaper's list (halfopen.go).
 func (e *Engine) onPathResponse(now Time, from netip.AddrPort, s *session, in *wire.Header) {
 	p := s.s.probe
 	if p == nil || p.nonce == 0 || p.nonce != in.ReqNum || p.addr.Addr() != from.Addr() || in.MsgSize != s.peerToken {
@@ -87,6 +94,9 @@ func (e *Engine) onPathResponse(now Time, from netip.AddrPort, s *session, in *w
 	e.moveServerSession(s, from)
 	s.lastHeard = now
 	e.stats.Migrations++
+	if !s.s.confirmed {
+		e.establish(now, s)
+	}
 }
 
 // moveServerSession re-keys s under its client's new address. It ends no

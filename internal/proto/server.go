@@ -10,14 +10,16 @@ import (
 // serverSide is the state only server sessions have: one slot per request
 // number class, and nothing per packet. A server keeps no timers and sends
 // only replies (eRPC's client-driven protocol); an idle session costs one
-// small struct per slot.
+// small struct per slot, and an unconfirmed one none (see establish).
 type serverSide struct {
 	key       peerKey
 	credits   int  // negotiated, repeated in duplicate connect-acks
 	confirmed bool // a packet with our token arrived: the client has the ack
-	// In Engine.halfOpen: made without a cookie and not confirmed yet.
-	halfOpen           bool
+	// The list of unconfirmed sessions s is in, if any: Engine.halfOpen
+	// (made without a cookie) or Engine.provenOpen (with one).
+	unconfirmedIn      *halfOpenList
 	halfPrev, halfNext *session
+	halfDue            Time   // when it is reaped if still unconfirmed
 	unseen             uint64 // every request numbered this or higher is one we never saw
 	slots              []serverSlot
 	metered            bool         // a congestion-controlled client: see shareMeter

@@ -22,7 +22,7 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	}
 	s.lastHeard = now
 	if !s.s.confirmed {
-		e.confirm(now, s)
+		e.establish(now, s)
 	}
 	switch h.Type {
 	case wire.TypeReq:
@@ -274,12 +274,16 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now}
 	credits := s.negotiate(&e.cfg, &c)
-	s.s = &serverSide{key: key, slots: make([]serverSlot, s.window), metered: e.metered(from)}
+	// No slots yet: they come at confirmation (establish), once the
+	// client has proven it receives at its address.
+	s.s = &serverSide{key: key, metered: e.metered(from)}
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++
-	if !proven {
-		e.halfOpen.push(s)
+	if proven {
+		e.provenOpen.push(s, now.Add(e.cfg.HalfOpenTimeout))
+	} else {
+		e.halfOpen.push(s, now.Add(e.cfg.HalfOpenTimeout))
 	}
 	if e.nextSweep == Never {
 		e.nextSweep = now.Add(e.cfg.IdleTimeout / 4)
@@ -292,8 +296,8 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 // sendConnectAck answers a connect with the negotiated parameters.
 func (e *Engine) sendConnectAck(s *session, in *wire.Header) {
 	h := wire.Header{Type: wire.TypeConnectAck, Session: s.remote, Token: s.peerToken, TxSeq: in.TxSeq}
-	if s.s.halfOpen {
-		h.Flags = wire.FlagConfirm
+	if !s.s.confirmed {
+		h.Flags = wire.FlagConfirm // confirm at once, or be reaped (halfopen.go)
 	}
 	c := wire.Connect{Session: s.num, Window: uint16(s.window), Credits: uint16(s.s.credits),
 		MaxMsgSize: uint32(s.maxMsg), MaxData: uint16(s.dpp), Token: s.token}

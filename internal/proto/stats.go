@@ -31,7 +31,8 @@ type Stats struct {
 	DropUnvalidated uint64 // packets with a live session's token from an address not yet proved
 	RetriesSent     uint64 // connects answered with a retry cookie instead of a session
 	BadCookies      uint64 // connects whose cookie was not valid (forged, expired, another client's)
-	HalfOpenReaped  uint64 // half-open sessions ended unconfirmed (HalfOpenTimeout, or for a proven connect)
+	SpentCookies    uint64 // connects whose valid cookie had made a session already (a late copy or a replay)
+	HalfOpenReaped  uint64 // unconfirmed sessions ended, half open or cookie-proven (HalfOpenTimeout, or for a proven connect)
 
 	// NacksLastSecond is how many NACKs the server sent in the last
 	// complete second of engine time (StatsAt only).

@@ -51,8 +51,9 @@
 // any other connect creates a new server session with a fresh server token,
 // returned in the [TypeConnectAck] payload ([Connect.Token]). A connect never
 // ends or changes an existing session; a forged or late one costs at most an
-// unconfirmed session, which the server reaps within a second or so and
-// whose number it bounds (below). The first packet carrying the new server
+// unconfirmed session, which the server reaps a second or so after the
+// connect or its latest copy (HalfOpenTimeout) and whose number it bounds
+// (below). The first packet carrying the new server
 // token confirms the session; only then does the server end an older
 // session of the same client address and session number (the client
 // restarted, or reused the number after closing it). A client with nothing
@@ -65,13 +66,24 @@
 // long): a MAC, under a secret key the server rotates, over the client's
 // address and port, session number and token and a coarse time bucket.
 // The client sends its connect again, the same but for the cookie echoed
-// at its end; a server accepts a connect with a valid cookie from the
-// current or the previous bucket even under pressure, since it proves the
-// client receives at its source address, which a forger never sees. A
-// forged connect therefore costs the server no state, only a 72-byte
-// answer to the 64-byte packet (an amplification of 9/8). A connect
-// without a cookie is 24 bytes of payload as before, so peers that never
-// meet a flood never see one.
+// at its end (a retry is an answer: it extends the client's connect
+// timeout, a bounded number of times); a server accepts a connect with a
+// valid cookie from the current or the previous bucket even under
+// pressure, since it proves the client receives at its source address,
+// which a forger never sees. A cookie makes one session: a copy of its
+// connect that comes after that session ended (a network duplicate, a
+// replay from the path) counts as having no cookie. A session a cookie
+// made is not counted against the bound, but is reaped unconfirmed like
+// the others, and its ack carries [FlagConfirm] too.
+//
+// Amplification: past the bound a forged connect costs the server no
+// state, only a 72-byte retry answering the 64-byte packet (9/8). Below
+// it, a forged connect draws a 64-byte ack, and a 40-byte closing reset
+// when its session is reaped a second later: 104 bytes for 64 (13/8),
+// for at most the bound's worth of connects per second, so a flood gets
+// 13/8 on its first MaxHalfOpen connects per HalfOpenTimeout and 9/8 on
+// the rest. A connect without a cookie is 24 bytes of payload as before,
+// so peers that never meet a flood never see one.
 //
 // A server that gets a packet for a session it does not have answers with
 // [TypeReset], whose MsgSize field is a lower bound, in µs (saturating), on

@@ -100,9 +100,10 @@ const (
 	// gets less than its share of the request data arriving at the
 	// server: its congestion control may grow while the others cut.
 	FlagUnderShare
-	// FlagConfirm marks a connect-ack for a session the server keeps half
-	// open: it ends the session soon unless a packet carrying the new
-	// token arrives, so a client with nothing to send pings at once.
+	// FlagConfirm marks a connect-ack for a session the server has not
+	// seen confirmed (half open, or made by a retry cookie): it ends the
+	// session soon unless a packet carrying the new token arrives, so a
+	// client with nothing to send pings at once.
 	FlagConfirm
 )
 
