@@ -182,8 +182,8 @@ func dialForm(t *testing.T, target string, addrs []netip.Addr, port uint16, clie
 	if s.Addr() != want {
 		t.Errorf("dial %s: session to %v, want %v (plain IPv4, never IPv4-mapped)", target, s.Addr(), want)
 	}
-	if sent := s.Endpoint().Stats().PacketsOut; !silentFirst && sent != 1 {
-		t.Errorf("dial %s: %d packets sent to connect, want 1 (one round trip, no retransmitted connect)", target, sent)
+	if sent := s.Endpoint().Stats().ConnectsSent; !silentFirst && sent != 1 {
+		t.Errorf("dial %s: %d connects sent, want 1 (one round trip, no retransmitted connect)", target, sent)
 	}
 	resp, err := s.Call(ctx, "Echo", []byte(target), nil)
 	if err != nil || string(resp) != target {
@@ -274,8 +274,8 @@ func TestDialZoneScopedIPv6(t *testing.T) {
 					target, zone, err, el.Round(time.Millisecond), st.PacketsOut, st.DropUnknownSession, srv.Stats().PacketsOut)
 				continue
 			}
-			if sent := cli.Stats().PacketsOut; sent != 1 || s.Addr().Addr().Zone() == "" && s.Addr() != srv.Addr() {
-				t.Errorf("dial %s: session to %v after %d packets, want %v after 1", target, s.Addr(), sent, srv.Addr())
+			if sent := cli.Stats().ConnectsSent; sent != 1 || s.Addr().Addr().Zone() == "" && s.Addr() != srv.Addr() {
+				t.Errorf("dial %s: session to %v after %d connects, want %v after 1", target, s.Addr(), sent, srv.Addr())
 			}
 			s.Close()
 		}
@@ -311,8 +311,8 @@ func TestDialUnspecifiedHost(t *testing.T) {
 		cancel()
 		switch {
 		case err == nil:
-			if sent := cli.Stats().PacketsOut; sent != 1 {
-				t.Errorf("dial %s: session to %v after %d packets, want 1", target, s.Addr(), sent)
+			if sent := cli.Stats().ConnectsSent; sent != 1 {
+				t.Errorf("dial %s: session to %v after %d connects, want 1", target, s.Addr(), sent)
 			}
 			s.Close()
 		case erpc.CodeOf(err) == erpc.InvalidArgument && cli.Stats().PacketsOut == 0:

@@ -125,8 +125,10 @@ func TestDialTriesEachAddress(t *testing.T) {
 		if s.Addr() != netip.AddrPortFrom(live, port) || r.calls.Load() != 1 {
 			t.Errorf("iteration %d: session to %v after %d look-ups, want %v:%d after 1", iter, s.Addr(), r.calls.Load(), live, port)
 		}
-		if in := srv.Stats().PacketsIn; in != 1 {
-			t.Errorf("iteration %d: the server got %d packets by the time the dial returned, want its one connect", iter, in)
+		// Its one connect, and perhaps already the ping by which the client
+		// confirms the session at once (the server's half-open bound).
+		if in := srv.Stats().PacketsIn; in < 1 || in > 2 {
+			t.Errorf("iteration %d: the server got %d packets by the time the dial returned, want its one connect (and the confirming ping)", iter, in)
 		}
 		if resp, err := s.Call(ctx, "Echo", []byte("x"), nil); err != nil || string(resp) != "x" {
 			t.Errorf("iteration %d: call: %q, %v", iter, resp, err)
@@ -215,8 +217,8 @@ func TestDialResolvesWithContext(t *testing.T) {
 		t.Fatalf("dial of a name resolving to %v: %v", mapped, err)
 	}
 	defer s.Close()
-	if s.Addr() != srv.Addr() || s.Endpoint().Stats().PacketsOut != 1 {
-		t.Errorf("session to %v after %d connects, want %v after 1", s.Addr(), s.Endpoint().Stats().PacketsOut, srv.Addr())
+	if s.Addr() != srv.Addr() || s.Endpoint().Stats().ConnectsSent != 1 {
+		t.Errorf("session to %v after %d connects, want %v after 1", s.Addr(), s.Endpoint().Stats().ConnectsSent, srv.Addr())
 	}
 }
 
@@ -246,8 +248,8 @@ func TestDialAcrossFamilies(t *testing.T) {
 		if resp, err := s.Call(ctx, "Echo", []byte("x"), nil); err != nil || string(resp) != "x" {
 			t.Errorf("dial %v: call: %q, %v", order, resp, err)
 		}
-		if s.Addr() != srv.Addr() || dead.got.Load() == 0 || srv.Stats().PacketsIn != 2 {
-			t.Errorf("dial %v: session to %v (want %v), %d connects to the first address (want some), %d packets to the server (want a connect and a request)",
+		if in := srv.Stats().PacketsIn; s.Addr() != srv.Addr() || dead.got.Load() == 0 || in < 2 || in > 3 {
+			t.Errorf("dial %v: session to %v (want %v), %d connects to the first address (want some), %d packets to the server (want a connect, the confirming ping and a request)",
 				order, s.Addr(), srv.Addr(), dead.got.Load(), srv.Stats().PacketsIn)
 		}
 		s.Close()

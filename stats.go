@@ -18,6 +18,7 @@ type Stats struct {
 
 	// Counters since the endpoint opened.
 	PacketsIn, PacketsOut uint64
+	ConnectsSent          uint64 // connects this endpoint's client sessions sent, resends included: 1 a dial when all goes well
 	Retransmits           uint64 // client packets sent again
 	SpuriousTimeouts      uint64 // timeouts whose given-up copy was answered after all: a stall, not a loss
 	NacksSent             uint64 // requests refused at once: the server was full

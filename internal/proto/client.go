@@ -270,6 +270,7 @@ func (e *Engine) sendConnect(now Time, s *session) {
 		cookie = s.c.cookie[:]
 	}
 	e.emitConnect(s.peer, &h, &s.c.offer, cookie)
+	e.stats.ConnectsSent++
 	s.c.nextConnect = now.Add(e.cfg.ConnectRetry)
 	s.c.lastSent = now
 }

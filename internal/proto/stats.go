@@ -17,6 +17,7 @@ type Stats struct {
 
 	// Counters.
 	PacketsIn, PacketsOut uint64
+	ConnectsSent          uint64 // client connects sent, first copies and resends
 	Retransmits           uint64
 	SpuriousTimeouts      uint64 // a timeout's given-up copy answered after all (see clientSide.rtoFloor)
 	NacksSent             uint64
