@@ -102,7 +102,7 @@ func TestReviewPortReuseAfterRebindEndsLiveSession(t *testing.T) {
 	_ = srv.e.Respond(w.now, slow[0], 0, []byte("done"))
 	w.runUntil(w.now+Time(5*time.Second), func() bool { _, ok := ga.done[c2]; return ok })
 	if err := ga.done[c2].Err; err != nil {
-		t.Fatalf("A's call (handler ran %d times in all) failed with %v; A's session down: %v; server stats %+v",
+		t.Fatalf("A's call (its handler ran; %d requests ran in all, each once) failed with %v; A's session down: %v; server stats %+v",
 			runs, err, ga.down[sa], srv.e.Stats())
 	}
 }
