@@ -105,7 +105,7 @@
 //     address, client session number, client token) and never ends or
 //     changes another session; the first packet carrying the server's new
 //     token confirms the session and ends an older one of the same client
-//     number. Resets answer packets for sessions the server does not have
+//     number last heard at that address. Resets answer packets for sessions the server does not have
 //     and say for how long it has had none, which proves that requests
 //     sent since never ran (ErrNotExecuted: the driver may send them
 //     again); they never say it of a session the server has. A client

@@ -106,7 +106,7 @@ func (e *Engine) moveServerSession(s *session, to netip.AddrPort) {
 	if e.byPeer[s.s.key] == nil {
 		e.byPeer[s.s.key] = s
 	}
-	s.peer = to
+	s.peer, s.s.from = to, to
 }
 
 // onPathChallenge answers a server's challenge of this client's address.

@@ -54,7 +54,13 @@
 // unconfirmed session that the idle sweep removes. The first packet carrying
 // the new server token confirms the session; only then does the server end
 // an older session of the same client address and session number (the
-// client restarted, or reused the number after closing it).
+// client restarted, or reused the number after closing it), and only if
+// that session's client was last heard at that address: a client whose
+// NAT moved it to another port keeps its session when the NAT hands the
+// old port to another client. (A NAT that drops its mappings at once can
+// hand the port over before the first client speaks again; a live session
+// of the same number there then ends, and its calls fail, unrun or not,
+// but never run twice.)
 //
 // A server that gets a packet for a session it does not have answers with
 // [TypeReset], whose MsgSize field is a lower bound, in µs (saturating), on
