@@ -36,7 +36,10 @@ const challengeGap = time.Millisecond
 type pathProbe struct {
 	addr  netip.AddrPort // the address last challenged; any port of its IP may answer
 	nonce uint64         // what the answer must echo; 0: none outstanding
-	sent  Time
+	// sent is when the session's last challenge left, answered or not:
+	// the gap runs from it (once is true) even after a migration.
+	sent Time
+	once bool
 }
 
 // onNewPath handles a packet that carries live server session s's token
@@ -55,7 +58,7 @@ func (e *Engine) onNewPath(now Time, from netip.AddrPort, s *session, in *wire.H
 		p = new(pathProbe)
 		s.s.probe = p
 	}
-	if p.nonce != 0 && now.Sub(p.sent) < challengeGap {
+	if p.once && now.Sub(p.sent) < challengeGap {
 		return
 	}
 	// A challenge names an IP, as a session does: a client on several
@@ -64,7 +67,7 @@ func (e *Engine) onNewPath(now Time, from netip.AddrPort, s *session, in *wire.H
 	if p.nonce == 0 || p.addr.Addr() != from.Addr() {
 		p.nonce = e.newNonce()
 	}
-	p.addr, p.sent = from, now
+	p.addr, p.sent, p.once = from, now, true
 	h := wire.Header{Type: wire.TypePathChallenge, Session: s.remote, ReqNum: p.nonce,
 		TxSeq: in.TxSeq, Path: in.Path}
 	e.emit(from, &h, nil)

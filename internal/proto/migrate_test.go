@@ -367,3 +367,33 @@ func TestMigrationTable(t *testing.T) {
 		t.Fatalf("closing: %+v; want the notice at the new address", out)
 	}
 }
+
+// TestChallengeGapSurvivesMigration (found by review): "at most one
+// challenge per millisecond per session" holds right after a migration
+// too. The gap used to be checked only while a nonce was outstanding, and
+// a migration clears it, so a packet from the old IP (a late copy from
+// the client) drew a second challenge 200 µs after the first.
+func TestChallengeGapSurvivesMigration(t *testing.T) {
+	ts := newTServer(t, Config{Random: seedRandom(3)})
+	moved := addr("10.0.7.7:9")
+	feed := func(from netip.AddrPort, p []byte) []sent {
+		ts.e.Receive(ts.now, from, p)
+		drainEvents(ts.e)
+		return sentPackets(t, ts.e.Outgoing(ts.now))
+	}
+	out := feed(moved, ts.ctl(wire.TypePing, 0, 0, 2))
+	if len(out) != 1 || out[0].h.Type != wire.TypePathChallenge {
+		t.Fatalf("want a challenge, got %+v", out)
+	}
+	first := ts.now
+	ts.now += Time(100 * time.Microsecond)
+	feed(moved, pkt(wire.Header{Type: wire.TypePathResponse, Session: ts.num, Token: ts.tok, ReqNum: out[0].h.ReqNum, MsgSize: tToken}, nil))
+	if ts.e.Stats().Migrations != 1 {
+		t.Fatalf("no migration: %+v", ts.e.Stats())
+	}
+	ts.now += Time(100 * time.Microsecond)
+	out = feed(clientAddr, ts.ctl(wire.TypePing, 0, 0, 3))
+	if len(out) == 1 && out[0].h.Type == wire.TypePathChallenge && ts.now-first < Time(challengeGap) {
+		t.Fatalf("two challenges of one session %v apart (limit %v)", time.Duration(ts.now-first), challengeGap)
+	}
+}
