@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -205,16 +206,18 @@ func sentPackets(t *testing.T, pkts []Packet) []sent {
 // while the real client keeps calling. Over many seeds: the attacker's
 // packets are never executed or answered with data, each gets at most a
 // challenge no larger than itself that does not carry the client's
-// token, at most one per challengeGap; the session never moves and never
+// token, at most one per challengeGap, to that packet's source or to one
+// whose packet the gap held back; the session never moves and never
 // ends, and every real request is answered at the real client's address.
 func TestForgedSourceCannotMoveSession(t *testing.T) {
-	var forged, challenges, nonceReplays, realCalls int
+	var forged, challenges, nonceReplays, realCalls, heldServed int
 	for seed := uint64(0); seed < 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 0xBAD))
 		ts := newTServer(t, Config{Random: seedRandom(seed)})
 		attackers := []netip.AddrPort{addr("10.9.9.9:7"), addr("10.0.0.3:7"), addr("192.168.1.1:4000")}
 		var lastChallenge Time = -Time(time.Hour)
 		seenNonce := map[netip.AddrPort]uint64{}
+		held := map[netip.AddrPort]int{} // packets that drew no challenge, by source
 		real := uint64(0)
 		for range 200 {
 			ts.now += Time(r.Int64N(int64(3 * ms)))
@@ -277,8 +280,15 @@ func TestForgedSourceCannotMoveSession(t *testing.T) {
 					}
 					continue
 				}
-				if o.to != from || o.h.Type != wire.TypePathChallenge || o.h.Token != 0 || o.h.MsgSize != 0 || o.len > size {
+				// A challenge goes to the packet's source, or to one whose
+				// packet the gap held back (it is owed one), and is no
+				// larger than the packet it answers (a bare header).
+				if (o.to != from && held[o.to] == 0) || o.h.Type != wire.TypePathChallenge || o.h.Token != 0 || o.h.MsgSize != 0 || o.len > size || o.len > wire.HeaderLen {
 					t.Fatalf("seed %d: a packet from %v was answered with %v (%d bytes, token %x) to %v", seed, from, o.h.Type, o.len, o.h.Token, o.to)
+				}
+				if o.to != from {
+					held[o.to]--
+					heldServed++
 				}
 				if ts.now-lastChallenge < Time(challengeGap) {
 					t.Fatalf("seed %d: challenges %v apart", seed, time.Duration(ts.now-lastChallenge))
@@ -286,6 +296,9 @@ func TestForgedSourceCannotMoveSession(t *testing.T) {
 				lastChallenge = ts.now
 				seenNonce[o.to] = o.h.ReqNum
 				challenges++
+			}
+			if answered := slices.ContainsFunc(out, func(o sent) bool { return o.to == from }); from != clientAddr && !answered {
+				held[from]++
 			}
 			if from == clientAddr && (len(out) != 1 || out[0].h.Type != wire.TypeResp || out[0].h.ReqNum != real) {
 				t.Fatalf("seed %d: the real client's request %d was answered with %+v", seed, real, out)
@@ -301,7 +314,8 @@ func TestForgedSourceCannotMoveSession(t *testing.T) {
 		t.Fatalf("forged %d packets, %d challenges, %d answers with a seen nonce, %d real calls: the attack did not happen",
 			forged, challenges, nonceReplays, realCalls)
 	}
-	t.Logf("%d forged packets drew %d challenges (%d answered with the nonce seen); %d real calls all answered", forged, challenges, nonceReplays, realCalls)
+	t.Logf("%d forged packets drew %d challenges (%d of them to a held-back address, %d answered with the nonce seen); %d real calls all answered",
+		forged, challenges, heldServed, nonceReplays, realCalls)
 }
 
 // TestMigrationTable walks a move by hand: a packet from a new IP is

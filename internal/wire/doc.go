@@ -79,8 +79,10 @@
 // the server sends that address a [TypePathChallenge] (a bare header:
 // Session is the client's number, Token zero so as not to tell whoever
 // holds the address the client's token, ReqNum a random nonce, TxSeq and
-// Path echoing the packet's), at most one per millisecond per session and
-// one outstanding. The client answers from the address challenged with a
+// Path echoing the packet's), at most one per millisecond per session; the
+// nonces of the last two IPs challenged stay valid for a second, and an IP
+// the millisecond held back is challenged next, so one address that keeps
+// sending cannot void the client's challenge. The client answers from the address challenged with a
 // [TypePathResponse] (Session and Token the server's, ReqNum the nonce,
 // MsgSize the client's own token), and resends the packet the challenge
 // echoes; only that answer, from the IP challenged, moves the session to
