@@ -308,11 +308,15 @@ func (e *Engine) retireSlot(sl *serverSlot) {
 // higher never ran, and never will, so the client may send it again on a
 // new session. An idle client then opens a new session for its next call
 // instead of sending it on one that the server's next incarnation will not
-// know. It goes where the client last spoke from. It is best effort: if
-// it is lost, the client learns from the next incarnation's reset.
+// know. It carries the client's token (MsgSize), which the client
+// checks: the server's token, which names the session, travels in every
+// client packet, so without it anyone who saw one could end the session
+// and make the client run its calls again. It goes where the client last
+// spoke from. It is best effort: if it is lost, the client learns from
+// the next incarnation's reset.
 func (e *Engine) sendClosing(s *session) {
 	h := wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: s.num, Token: s.token,
-		ReqNum: s.s.unseen}
+		ReqNum: s.s.unseen, MsgSize: s.peerToken}
 	to := s.s.from
 	if !to.IsValid() { // never heard from since its connect
 		to = s.peer

@@ -3,6 +3,7 @@ package proto
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -25,6 +26,9 @@ type tclient struct {
 	now   Time
 	evs   []string
 	done  map[CallID]Event
+	// seq0 is where the session's sequence numbers start (at random,
+	// see onReset); the tables count from 1 and step and flush translate.
+	seq0 uint32
 }
 
 func newTClient(t *testing.T, cfg Config) *tclient {
@@ -32,7 +36,10 @@ func newTClient(t *testing.T, cfg Config) *tclient {
 	tc.sid = tc.e.Connect(tc.now, serverAddr)
 	tc.token = tc.sid.token()
 	got := decode(t, tc.e.Outgoing(tc.now), serverAddr, ^uint32(0), tc.token)
-	checkOut(t, "connect", got, []out{{Type: wire.TypeConnect, Seq: 1, Len: wire.ConnectLen}})
+	if len(got) == 1 {
+		tc.seq0 = got[0].Seq - 1
+	}
+	checkOut(t, "connect", tc.relative(got), []out{{Type: wire.TypeConnect, Seq: 1, Len: wire.ConnectLen}})
 	win := cfg.withDefaults()
 	c := wire.Connect{Session: tSrvNum, Window: uint16(win.Window), Credits: uint16(win.Credits), MaxMsgSize: 8 << 20, MaxData: tDPP, Token: tSrvTok}
 	var b [wire.ConnectLen]byte
@@ -51,14 +58,34 @@ func (tc *tclient) flush() []out {
 			tc.done[ev.Call] = ev
 		}
 	}
-	return decode(tc.t, tc.e.Outgoing(tc.now), serverAddr, tSrvNum, tSrvTok)
+	return tc.relative(decode(tc.t, tc.e.Outgoing(tc.now), serverAddr, tSrvNum, tSrvTok))
+}
+
+// relative counts the sequence numbers of packets the client sent from 1.
+func (tc *tclient) relative(outs []out) []out {
+	for i := range outs {
+		outs[i].Seq -= tc.seq0
+	}
+	return outs
+}
+
+// absolute turns the sequence number a table's server packet echoes (from
+// 1) into the one the client sent.
+func (tc *tclient) absolute(p []byte) []byte {
+	var h wire.Header
+	payload, err := h.Parse(p)
+	if err != nil {
+		return p // a malformed packet goes as it is
+	}
+	h.TxSeq += tc.seq0
+	return pkt(h, payload)
 }
 
 // step feeds a server packet and checks what goes out and what fires.
 func (tc *tclient) step(what string, p []byte, want []out, events ...string) {
 	tc.t.Helper()
 	tc.evs = nil
-	tc.e.Receive(tc.now, serverAddr, p)
+	tc.e.Receive(tc.now, serverAddr, tc.absolute(p))
 	checkOut(tc.t, what, tc.flush(), want)
 	checkEvents(tc.t, what, tc.evs, events...)
 }
@@ -91,13 +118,13 @@ func (tc *tclient) srv(t wire.Type, flags wire.Flags, code uint8, reqNum uint64,
 func TestClientTable_ConnectRetry(t *testing.T) {
 	e := New(Config{Random: seedRandom(1)})
 	sid := e.Connect(0, serverAddr)
-	e.Outgoing(0)
+	first := decode(t, e.Outgoing(0), serverAddr, ^uint32(0), sid.token())
 	if d := e.NextDeadline(); d != Time(100*time.Millisecond) {
 		t.Fatalf("first retry at %v, want 100ms", time.Duration(d))
 	}
 	e.Tick(e.NextDeadline())
 	checkOut(t, "retry", decode(t, e.Outgoing(0), serverAddr, ^uint32(0), sid.token()),
-		[]out{{Type: wire.TypeConnect, Seq: 2, Len: wire.ConnectLen}})
+		[]out{{Type: wire.TypeConnect, Seq: first[0].Seq + 1, Len: wire.ConnectLen}})
 }
 
 func TestClientTable_SingleCall(t *testing.T) {
@@ -219,7 +246,18 @@ func TestClientTable_NackAndReset(t *testing.T) {
 	b := tc.call("b", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 16, Seq: 4, MsgSize: 1, Len: 1}})
 	other := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tc.token}, nil)
 	tc.step("a reset naming another token is not ours", other, nil)
-	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok}, nil)
+	// A reset must echo a packet still outstanding: the answered request
+	// 0 (seq 2), or the right seq with another request number, is not.
+	for _, echo := range []struct {
+		seq uint32
+		req uint64
+	}{{2, 0}, {4, 8}, {5, 16}} {
+		stale := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok,
+			TxSeq: echo.seq, ReqNum: echo.req}, nil)
+		tc.step(fmt.Sprintf("a reset echoing seq %d request %d, not outstanding, is not believed", echo.seq, echo.req), stale, nil)
+	}
+	reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok,
+		TxSeq: 4, ReqNum: 16}, nil)
 	tc.step("reset", reset, nil, "response", "session-down")
 	if ev := tc.done[b]; !errors.Is(ev.Err, ErrSessionReset) {
 		t.Fatalf("call on reset session: %+v", ev)
@@ -256,7 +294,7 @@ func TestClientTable_ResetProvesNotRun(t *testing.T) {
 			}
 			tc.now = tc.now.Add(1020*time.Microsecond - time.Duration(tt.resends)*time.Millisecond)
 			reset := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeUnknownSession, Session: tSrvNum, Token: tSrvTok,
-				TxSeq: 2, MsgSize: uint32(tt.since / time.Microsecond)}, nil)
+				TxSeq: uint32(2 + tt.resends), MsgSize: uint32(tt.since / time.Microsecond)}, nil)
 			tc.step("reset", reset, nil, "response", "session-down")
 			ev := tc.done[a]
 			if !errors.Is(ev.Err, ErrSessionReset) || errors.Is(ev.Err, ErrNotExecuted) != tt.notRun {
@@ -267,12 +305,17 @@ func TestClientTable_ResetProvesNotRun(t *testing.T) {
 }
 
 // TestClientTable_ClosingReset: a server that closes a session says the
-// lowest request number it never saw; calls at or above it never ran.
+// lowest request number it never saw; calls at or above it never ran. The
+// notice carries the client's token: one without it is dropped.
 func TestClientTable_ClosingReset(t *testing.T) {
 	tc := newTClient(t, Config{})
 	seen := tc.call("seen", []byte("a"), []out{{Type: wire.TypeReq, ReqNum: 0, Seq: 2, MsgSize: 1, Len: 1}})
 	unseen := tc.call("unseen", []byte("b"), []out{{Type: wire.TypeReq, ReqNum: 1, Seq: 3, MsgSize: 1, Len: 1}})
-	closing := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: tSrvNum, Token: tSrvTok, ReqNum: 1}, nil)
+	forged := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: tSrvNum, Token: tSrvTok, ReqNum: 0,
+		MsgSize: tc.token ^ 1}, nil)
+	tc.step("a closing notice without our token is not believed", forged, nil)
+	closing := pkt(wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: tSrvNum, Token: tSrvTok, ReqNum: 1,
+		MsgSize: tc.token}, nil)
 	tc.step("the server closes the session", closing, nil, "response", "response", "session-down")
 	if ev := tc.done[seen]; !errors.Is(ev.Err, ErrServerClosed) || errors.Is(ev.Err, ErrNotExecuted) {
 		t.Fatalf("a call the server saw: %v", ev.Err)

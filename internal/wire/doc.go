@@ -64,10 +64,13 @@
 //
 // A server that gets a packet for a session it does not have answers with
 // [TypeReset], whose MsgSize field is a lower bound, in µs (saturating), on
-// how long that server has had no session with that number and token. A
-// client that sent every packet of a request later than that (by its own
-// clock, with a margin for clock-rate error) knows the request never reached
-// a live session and never ran, and may send it again on a new session. A
+// how long that server has had no session with that number and token, and
+// which echoes the packet's TxSeq and ReqNum. A client believes a reset
+// only if it echoes a packet of the session still awaiting its answer (a
+// client's TxSeq starts at a random value per session). A client that
+// sent every packet of a request later than the bound (by its own clock,
+// with a margin for clock-rate error) knows the request never reached a
+// live session and never ran, and may send it again on a new session. A
 // reset never makes that claim for a session the server has: one that
 // answers a packet naming a live session's number and token says 0.
 //
@@ -93,6 +96,8 @@
 // was idle beyond its timeout) tells the client with a reset coded
 // [CodeServerClosing], whose ReqNum is the lowest request number the server
 // never saw on that session: requests numbered that or higher never ran.
+// Its MsgSize is the client's token, which the client checks: the server's
+// token travels in every client packet, the client's only in the server's.
 // It is the only packet a server sends unasked, and best effort; an idle
 // client that gets it opens a new session for its next call instead of
 // sending the call where no session will know it.
