@@ -101,12 +101,20 @@
 // new address only once the client answers a challenge sent there). A call
 // that fails with Unavailable may or may not have run; erpc does not retry
 // it, except when the server's reset proves the request never reached a
-// live session.
+// live session (a client believes a reset only if it echoes a packet the
+// client has in flight). These promises hold against the network's own
+// behaviour (loss, duplication, reordering, NAT rebinding and port reuse)
+// and against attackers who cannot read the traffic; see Limitations.
 //
 // # Limitations
 //
 // Messages are at most 8 MiB by default (WithMaxMessageSize). There is no
-// encryption or authentication; run erpc on a trusted network. Congestion
+// encryption or authentication yet: session tokens travel in clear, so an
+// attacker who reads the traffic can forge packets, end sessions, and make
+// a handler run twice; so can one who has read a session's token and sends
+// from its client's IP (a neighbour behind the same NAT). A few checks
+// make it harder, none makes it impossible (internal/wire's doc, Threat
+// model); run erpc on a trusted network. Congestion
 // control is not implemented yet: each session is limited to its credits
 // (one bandwidth-delay product) in flight.
 package erpc

@@ -99,21 +99,26 @@
 //     the slot moves on only once the server confirms, so at-most-once holds
 //     and the session stays usable.
 //   - Session management runs in-band on the data socket, with an identity
-//     no late or forged packet can revive or end (see the wire package doc
-//     for the handshake): each end picks a random token, and every packet
-//     carries its destination's. A connect is deduplicated by (client
-//     address, client session number, client token) and never ends or
-//     changes another session; the first packet carrying the server's new
-//     token confirms the session and ends an older one of the same client
-//     number last heard at that address. Resets answer packets for sessions the server does not have
-//     and say for how long it has had none, which proves that requests
-//     sent since never ran (ErrNotExecuted: the driver may send them
-//     again); they never say it of a session the server has. A client
-//     whose IP changes keeps its session (QUIC's connection migration,
-//     migrate.go): the server challenges the new address and moves the
-//     session there once the client answers from it; until then that
-//     address's packets are dropped, so a forged source can neither
-//     redirect answers nor end the session, and no request runs twice.
+//     no late packet, nor a forged one from an attacker that cannot read
+//     the traffic, can revive or end (see the wire package doc for the
+//     handshake and the threat model): each end picks a random token, and
+//     every packet carries its destination's. A connect is deduplicated by
+//     (client address, client session number, client token) and never
+//     ends or changes another session; the first packet carrying the
+//     server's new token confirms the session and ends an older one of the
+//     same client number last heard at that address. Resets answer packets
+//     for sessions the server does not have, echo them, and say for how
+//     long it has had none, which proves that requests sent since never
+//     ran (ErrNotExecuted: the driver may send them again); they never say
+//     it of a session the server has, and the client believes only one
+//     that echoes a packet still in flight. A client whose IP changes
+//     keeps its session (QUIC's connection migration, migrate.go): the
+//     server challenges the new address and moves the session there once
+//     the client answers from it; until then that address's packets are
+//     dropped, so a source forged to another IP can neither redirect
+//     answers nor end the session, and no request runs twice. (A forger
+//     on the client's own IP that has read the server's token can: a
+//     session takes its client's packets from any port of its IP.)
 //     Keepalive pings on idle sessions, client failure detection
 //     (FailureTimeout without a packet while waiting) that fails every
 //     pending call, server-side reaping of sessions idle beyond

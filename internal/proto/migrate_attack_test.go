@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -63,5 +64,53 @@ func TestChallengeFloodCannotStarveMigration(t *testing.T) {
 			t.Logf("delay %v, a forged ping every %v: %d pings, %d challenges, migrated and answered after %v",
 				delay, every, pings, st.PathChallenges, time.Duration(w.now))
 		}
+	}
+}
+
+// TestForgedSourceBoundary states where the protection against forged
+// sources ends (found by review; see the wire package's threat model). A
+// server session takes its client's packets, token included, from any
+// port of the client's IP: a multipath client sprays over several source
+// ports, and a NAT may move it to another. So a forger that has the
+// server's token (it read a client packet) and can send from the client's
+// IP (a neighbour behind the same NAT, or a spoofer the network lets use
+// that IP) is taken for the client: its request runs, answered at its
+// port, and its disconnect ends the session. From any other IP, the same
+// packets run nothing, are answered only with a challenge, and end
+// nothing.
+func TestForgedSourceBoundary(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		from  netip.AddrPort
+		taken bool
+	}{
+		{"another IP", addr("10.0.0.99:7"), false},
+		{"another IP, the client's port", netip.AddrPortFrom(netip.MustParseAddr("10.0.0.3"), clientAddr.Port()), false},
+		{"the client's IP, another port", netip.AddrPortFrom(clientAddr.Addr(), clientAddr.Port()+1000), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTServer(t, Config{Random: seedRandom(5)})
+			ts.e.Receive(ts.now, tt.from, pkt(wire.Header{Type: wire.TypeReq, Session: ts.num, Token: ts.tok,
+				ReqType: tReqType, MsgSize: 8, ReqNum: 1, TxSeq: 1}, make([]byte, 8)))
+			names, evs := drainEvents(ts.e)
+			for _, ev := range evs {
+				if ev.Type == EventRequest {
+					_ = ts.e.Respond(ts.now, ev.Req, 0, []byte("ok"))
+				}
+			}
+			answers := sentPackets(t, ts.e.Outgoing(ts.now))
+			ts.now += Time(2 * challengeGap)
+			ts.e.Receive(ts.now, tt.from, pkt(wire.Header{Type: wire.TypeDisconnect, Session: ts.num, Token: ts.tok}, nil))
+			names2, _ := drainEvents(ts.e)
+			ts.e.Outgoing(ts.now)
+			ran := len(names) == 1 && names[0] == "request"
+			ended := len(names2) == 1 && names2[0] == "session-down"
+			answered := len(answers) == 1 && answers[0].to == tt.from && answers[0].h.Type == wire.TypeResp
+			challenged := len(answers) == 1 && answers[0].to == tt.from && answers[0].h.Type == wire.TypePathChallenge
+			if tt.taken != ran || tt.taken != answered || tt.taken != ended || (!tt.taken && !challenged) {
+				t.Fatalf("forged packets from %v (taken for the client: %v): events %v after a request, answered with %+v; events %v after a disconnect",
+					tt.from, tt.taken, names, answers, names2)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package proto
 import (
 	"errors"
 	"math/rand/v2"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -102,4 +103,21 @@ func TestForgedResetIsNotBelieved(t *testing.T) {
 		}
 	}
 	t.Logf("%d forged resets, none believed", forged)
+}
+
+// sniffServerToken returns the server session number and token that the
+// client's packets carry in clear: what anyone who saw one client packet
+// knows. The harness reports only sizes, so it reads them from the
+// server's table, which holds exactly that.
+func sniffServerToken(w *world, _ netip.AddrPort) func() (num, tok uint32, ok bool) {
+	return func() (num, tok uint32, ok bool) {
+		for _, h := range w.hosts {
+			for _, s := range h.e.sessions {
+				if s != nil && s.s != nil {
+					num, tok, ok = s.num, s.token, true
+				}
+			}
+		}
+		return num, tok, ok
+	}
 }

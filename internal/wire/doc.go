@@ -85,12 +85,15 @@
 // Path echoing the packet's), at most one per millisecond per session; the
 // nonces of the last two IPs challenged stay valid for a second, and an IP
 // the millisecond held back is challenged next, so one address that keeps
-// sending cannot void the client's challenge. The client answers from the address challenged with a
-// [TypePathResponse] (Session and Token the server's, ReqNum the nonce,
-// MsgSize the client's own token), and resends the packet the challenge
-// echoes; only that answer, from the IP challenged, moves the session to
-// the new address. A forged
-// source address therefore cannot redirect a session's answers or end it.
+// sending cannot void the client's challenge. The client answers from the
+// address challenged with a [TypePathResponse] (Session and Token the
+// server's, ReqNum the nonce, MsgSize the client's own token), and resends
+// the packet the challenge echoes; only that answer, from the IP
+// challenged, moves the session to the new address. So a packet whose
+// source is forged to another IP than the client's, even one carrying the
+// server's token, can neither run, nor redirect a session's answers, nor
+// end it; one from the client's own IP with that token can (see Threat
+// model).
 //
 // A server that ends a session on its own (it is closing, or the session
 // was idle beyond its timeout) tells the client with a reset coded
@@ -106,6 +109,39 @@
 // field): the server's handler sees the deadline. A request with
 // [FlagMetadata] starts with a metadata block of key/value pairs
 // ([AppendMetadata]); without the flag nothing of metadata is on the wire.
+//
+// # Threat model
+//
+// erpc-go does not encrypt or authenticate its packets yet. Tokens and
+// nonces travel in clear, so an attacker that reads a session's packets
+// can forge any of them: run requests, end the session, move it to an
+// address of its own, or forge a reset that makes the client send again a
+// request that ran. The promises hold against the network's own
+// behaviour (loss, duplication, reordering, delay, late packets from
+// earlier sessions or process incarnations, NAT rebinding and port reuse)
+// and against off-path attackers, who cannot read the traffic and would
+// have to guess a random 32-bit token to name a session at all. Against
+// an attacker that has read some packets, a few cheap checks raise the
+// bar, and no more:
+//
+//   - A packet with the server's token from another IP is challenged,
+//     never executed or answered; the session moves only when the answer
+//     comes from that IP with the nonce and the client's token, which
+//     only server packets show. A flood from one address with the token
+//     cannot keep the challenge from reaching the client's new address;
+//     floods from many addresses can.
+//   - A reset is believed only if it echoes a packet still awaiting its
+//     answer (a client's sequence numbers start at random), a closing
+//     notice only if it carries the client's token. One who saw an earlier
+//     client datagram, but neither the current ones nor a server packet,
+//     cannot make a handler run twice with a single forgery; sequence
+//     numbers count up from the one it saw, so a spray of guesses may.
+//   - A session takes its client's packets from any port of the client's
+//     IP (a multipath client sends from several, a NAT may move it to
+//     another). Whoever has the server's token and can send from that IP
+//     (a neighbour behind the same NAT, a spoofer the network lets use
+//     the IP) is taken for the client: its requests run, and its
+//     disconnect ends the session.
 //
 // # Packet exchange
 //
