@@ -98,7 +98,11 @@
 // earlier incarnation, and a client whose address changes mid-call never
 // run a handler twice (each end of a session picks a random token; every
 // packet carries its destination's; a server moves a session to a client's
-// new address only once the client answers a challenge sent there). A call
+// new address only once the client answers a challenge sent there). Such
+// a client's calls complete if its address stays put for several round
+// trips at a time (in simulation, with a change every four round trips on
+// average, all did; every two, 97 %); when it moves faster, calls may
+// fail, but none runs twice. A call
 // that fails with Unavailable may or may not have run; erpc does not retry
 // it, except when the server's reset proves the request never reached a
 // live session (a client believes a reset only if it echoes a packet the

@@ -77,6 +77,12 @@ func TestSimMigrationChurn(t *testing.T) {
 // runMigration runs one seed: 60 calls from a client behind a nat that
 // rebinds every period on average (1 to 4 ms; with churn, 50 to 350 µs).
 func runMigration(t *testing.T, seed uint64, tot *migrationTotals, churn bool) {
+	runMigrationEvery(t, seed, tot, churn, 0)
+}
+
+// runMigrationEvery is runMigration, with the mean period between address
+// changes set to rtts round trips of the seed's link instead if rtts > 0.
+func runMigrationEvery(t *testing.T, seed uint64, tot *migrationTotals, churn bool, rtts float64) {
 	r := rand.New(rand.NewPCG(seed, 0x316))
 	link := simnet.LinkConfig{Delay: time.Duration(10+r.IntN(190)) * time.Microsecond}
 	if r.IntN(4) > 0 { // a quarter of the seeds lose nothing at all
@@ -86,6 +92,9 @@ func runMigration(t *testing.T, seed uint64, tot *migrationTotals, churn bool) {
 	period := Time(1+r.IntN(4)) * ms // mean time between address changes
 	if churn {
 		period = Time(50+r.IntN(300)) * Time(time.Microsecond)
+	}
+	if rtts > 0 {
+		period = Time(rtts * float64(2*link.Delay))
 	}
 	paths := 1 + r.IntN(2)
 	w := newWorld(t, seed, link)

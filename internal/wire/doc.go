@@ -89,7 +89,10 @@
 // address challenged with a [TypePathResponse] (Session and Token the
 // server's, ReqNum the nonce, MsgSize the client's own token), and resends
 // the packet the challenge echoes; only that answer, from the IP
-// challenged, moves the session to the new address. So a packet whose
+// challenged, moves the session to the new address. A client whose
+// address stays put for several round trips at a time keeps its calls
+// going; one that moves faster may see calls fail (a challenge answered
+// from an address already gone), never run twice. So a packet whose
 // source is forged to another IP than the client's, even one carrying the
 // server's token, can neither run, nor redirect a session's answers, nor
 // end it; one from the client's own IP with that token can (see Threat
