@@ -93,32 +93,32 @@
 //
 // # Delivery
 //
-// erpc runs a request at most once: retransmissions, duplicates,
-// reordering, late packets from a closed session or from a server's
-// earlier incarnation, and a client whose address changes mid-call never
-// run a handler twice (each end of a session picks a random token; every
-// packet carries its destination's; a server moves a session to a client's
-// new address only once the client answers a challenge sent there). Such
-// a client's calls complete if its address stays put for several round
-// trips at a time (in simulation, with a change every four round trips on
-// average, all did; every two, 97 %); when it moves faster, calls may
-// fail, but none runs twice. A call
-// that fails with Unavailable may or may not have run; erpc does not retry
-// it, except when the server's reset proves the request never reached a
-// live session (a client believes a reset only if it echoes a packet the
-// client has in flight). These promises hold against the network's own
-// behaviour (loss, duplication, reordering, NAT rebinding and port reuse)
-// and against attackers who cannot read the traffic; see Limitations.
+// erpc runs a request at most once: retransmissions, duplicates, reordering,
+// late packets from a closed session or from a server's earlier incarnation,
+// and a client whose address changes mid-call never run a handler twice
+// (each end of a session picks a random token; every packet carries its
+// destination's; a server moves a session to a client's new address only
+// once the client answers a challenge sent there). Such a client's calls
+// complete if its address stays put for several round trips at a time (in
+// simulation, with a change every four round trips on average, all did;
+// every two, 97 %); when it moves faster, calls may fail, but none runs
+// twice. A call that fails with Unavailable may or may not have run; erpc
+// does not retry it, except when the server's reset proves the request never
+// reached a live session (a client believes a reset only if it echoes a
+// packet the client has in flight). These promises hold against the
+// network's own behaviour (loss, duplication, reordering, NAT rebinding and
+// port reuse) and against attackers who cannot read the traffic; see
+// Limitations.
 //
 // # Limitations
 //
 // Messages are at most 8 MiB by default (WithMaxMessageSize). There is no
 // encryption or authentication yet: session tokens travel in clear, so an
-// attacker who reads the traffic can forge packets, end sessions, and make
-// a handler run twice; so can one who has read a session's token and sends
-// from its client's IP (a neighbour behind the same NAT). A few checks
-// make it harder, none makes it impossible (internal/wire's doc, Threat
-// model); run erpc on a trusted network. Congestion
-// control is not implemented yet: each session is limited to its credits
-// (one bandwidth-delay product) in flight.
+// attacker who reads the traffic can forge packets, end sessions, and make a
+// handler run twice; so can one who has read a session's token and sends
+// from its client's IP (a neighbour behind the same NAT). A few checks make
+// it harder, none makes it impossible (internal/wire's doc, Threat model);
+// run erpc on a trusted network. Congestion control is not implemented yet:
+// each session is limited to its credits (one bandwidth-delay product) in
+// flight.
 package erpc
