@@ -55,6 +55,7 @@ type clientSlot struct {
 
 	lastProgress Time   // last reply for this slot (probe timer base)
 	cancelAt     Time   // last cancel sent
+	cancelSeq    uint32 // and its sequence number, which a reset may echo
 	retx         int    // packets of the call sent again
 	firstSent    Time   // when a packet of reqNum first left
 	txRound      uint64 // Engine.round of the last request packet queued
@@ -359,7 +360,7 @@ func (e *Engine) sendCancel(now Time, s *session, i int) {
 	h := s.header(wire.TypeCancel, sl.reqNum)
 	h.TxSeq = s.c.nextSeq()
 	e.emit(s.peer, &h, nil)
-	sl.cancelAt = now
+	sl.cancelAt, sl.cancelSeq = now, h.TxSeq
 	s.c.lastSent = now
 }
 

@@ -337,16 +337,30 @@ const maxConnectRetries = 3
 // with a packet sent earlier may have run; its call fails. A server that
 // closes the session itself says instead which request numbers it never
 // saw: those never ran either.
+//
+// Either claim lets the driver run a request again, so a reset must show
+// it comes from the server the session's packets reach. The server's
+// token, which names the session, is in every client packet; so a reset
+// for a session the server lost must also echo the sequence number and
+// request number of a packet still outstanding (in flight, the ping, a
+// cancel), and a closing notice must carry our own token, which only the
+// server's packets show. A reset that does neither is dropped. (Anyone
+// who reads the session's packets can still forge both: see the wire
+// package's threat model.)
 func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
 	s := e.byRemote[remoteKey{addr: from, num: h.Session, token: h.Token}]
 	if s == nil || !s.up {
 		e.stats.DropUnknownSession++
 		return
 	}
+	closing := h.Code == wire.CodeServerClosing
+	if (closing && h.MsgSize != s.token) || (!closing && !echoesOutstanding(s, h)) {
+		e.stats.DropStale++
+		return
+	}
 	since := time.Duration(h.MsgSize) * time.Microsecond
 	ended := now - Time(since) + Time(since/1000+time.Microsecond) // may be before 0: Time.Add saturates
 
-	closing := h.Code == wire.CodeServerClosing
 	for i := range s.c.slots {
 		sl := &s.c.slots[i]
 		if sl.state != cslotActive || !sl.sent {
@@ -359,8 +373,24 @@ func (e *Engine) onReset(now Time, from netip.AddrPort, h *wire.Header) {
 		}
 	}
 	err := ErrSessionReset
-	if h.Code == wire.CodeServerClosing {
+	if closing {
 		err = ErrServerClosed
 	}
 	e.endSession(now, s, err)
+}
+
+// echoesOutstanding reports whether reset h echoes the sequence number and
+// request number of a packet of s still awaiting its answer: a request or
+// response-request packet in flight, the unanswered ping, or a canceling
+// slot's latest cancel.
+func echoesOutstanding(s *session, h *wire.Header) bool {
+	cs := s.c
+	if j := cs.flight.find(h.TxSeq); j >= 0 {
+		return cs.slots[cs.flight.recs[j].slot].reqNum == h.ReqNum
+	}
+	if cs.pingOut && h.TxSeq == cs.pingSeq {
+		return h.ReqNum == 0
+	}
+	sl := &cs.slots[h.ReqNum%uint64(s.window)]
+	return sl.state == cslotCanceling && sl.reqNum == h.ReqNum && sl.cancelSeq == h.TxSeq
 }

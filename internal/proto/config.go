@@ -138,8 +138,9 @@ type Config struct {
 	// Default 64 MiB.
 	PoolBytes int
 
-	// Random returns random 64-bit values for session tokens. Tests set it
-	// for determinism. Default: a ChaCha8 generator seeded from crypto/rand.
+	// Random returns random 64-bit values for session tokens (each draw's
+	// other half starts a client session's sequence numbers) and path
+	// challenge nonces. Tests set it for determinism. Default: a ChaCha8 generator seeded from crypto/rand.
 	Random func() uint64
 }
 

@@ -100,58 +100,63 @@
 //     the slot moves on only once the server confirms, so at-most-once holds
 //     and the session stays usable.
 //   - Session management runs in-band on the data socket, with an identity
-//     no late or forged packet can revive or end (see the wire package doc
-//     for the handshake): each end picks a random token, and every packet
-//     carries its destination's. A connect is deduplicated by (client
-//     address, client session number, client token) and never ends or
-//     changes another session; the first packet carrying the server's new
-//     token confirms the session and ends an older one of the same client
-//     number. A connect flood from forged sources cannot lock clients out
-//     (SYN cookies, QUIC's Retry): sessions made by a connect and not yet
-//     confirmed (half open) are bounded apart (MaxHalfOpen, 1024) and
-//     reaped after HalfOpenTimeout (1 s); beyond the bound the server
-//     answers a connect statelessly with a retry cookie, a MAC over the
-//     client's address, port, number and token and a 2 s time bucket,
-//     and accepts a connect that echoes a valid one even then. A cookie
-//     makes one session (a later copy of its connect counts as having
-//     none); the sessions cookies make are not bounded apart, but are
-//     reaped unconfirmed after HalfOpenTimeout too, and every
-//     unconfirmed session's ack asks the client to confirm at once
-//     (FlagConfirm). A flood therefore holds at most MaxHalfOpen
-//     sessions, about 0.5 KiB each with their share of the tables
-//     whatever the Window (a session's slots are made at confirmation;
-//     0.4 KiB measured at Window 1024 by TestHalfOpenMemoryWithWindow,
-//     525 KiB for the default 1024 by TestConnectFlood; the full table
-//     of 65,536 used to take 68 MiB), and costs no state or allocation
-//     past the bound. It
-//     gains at most 13/8 in bytes: a 64-byte connect draws a 64-byte
-//     ack and, when its session is reaped, a 40-byte closing reset,
-//     for MaxHalfOpen connects per HalfOpenTimeout at most; past the
-//     bound a 72-byte retry (9/8). A real client pays one round trip
-//     more, and a retry counts as hearing from the server: a new
-//     cookie gives the connect another FailureTimeout, at most three
-//     times, so a client whose round trip is under FailureTimeout
-//     connects through a flood, and a server that only ever answers
-//     with retries still fails the connect within 4 x FailureTimeout.
-//     Resets answer packets for sessions the
-//     server does not have and say for how long it has had none, which
-//     proves that requests sent since never ran (ErrNotExecuted: the
-//     driver may send them again); they never say it of a session the
-//     server has. A client whose IP changes keeps its session (QUIC's
-//     connection migration, migrate.go): the server challenges the new
-//     address and moves the session there once the client answers from
-//     it (an answer carries the server's token and the nonce, so it
-//     also confirms a session still half open: a half-open session
-//     leaves the reaper's list only by confirming, and a repeated
-//     connect renews it at the list's back, so no accomplice can stall
-//     the reaping of forged ones); until then that address's packets are dropped, so a forged
-//     source can neither redirect answers nor end the session, and no
-//     request runs twice. Keepalive pings on idle sessions, client
-//     failure detection (FailureTimeout without a packet while waiting)
-//     that fails every pending call, server-side reaping of sessions idle
-//     beyond IdleTimeout, and a best-effort notice to clients when the
-//     server ends sessions itself. eRPC's failure handling was disabled
-//     in its tree.
+//     no late packet, nor a forged one from an attacker that cannot read
+//     the traffic, can revive or end (see the wire package doc for the
+//     handshake and the threat model): each end picks a random token, and
+//     every packet carries its destination's. A connect is deduplicated by
+//     (client address, client session number, client token) and never
+//     ends or changes another session; the first packet carrying the
+//     server's new token confirms the session and ends an older one of the
+//     same client number last heard at that address. A connect flood from
+//     forged sources cannot lock clients out (SYN cookies, QUIC's Retry):
+//     sessions made by a connect and not yet confirmed (half open) are
+//     bounded apart (MaxHalfOpen, 1024) and reaped after HalfOpenTimeout
+//     (1 s); beyond the bound the server answers a connect statelessly
+//     with a retry cookie, a MAC over the client's address, port, number
+//     and token and a 2 s time bucket, and accepts a connect that echoes a
+//     valid one even then. A cookie makes one session (a later copy of its
+//     connect counts as having none); the sessions cookies make are not
+//     bounded apart, but are reaped unconfirmed after HalfOpenTimeout too,
+//     and every unconfirmed session's ack asks the client to confirm at
+//     once (FlagConfirm). A flood therefore holds at most MaxHalfOpen
+//     sessions, about 0.5 KiB each with their share of the tables whatever
+//     the Window (a session's slots are made at confirmation; 0.4 KiB
+//     measured at Window 1024 by TestHalfOpenMemoryWithWindow, 525 KiB for
+//     the default 1024 by TestConnectFlood; the full table of 65,536 used
+//     to take 68 MiB), and costs no state or allocation past the bound.
+//     It gains at most 13/8 in bytes: a 64-byte connect draws a 64-byte
+//     ack and, when its session is reaped, a 40-byte closing reset, for
+//     MaxHalfOpen connects per HalfOpenTimeout at most; past the bound a
+//     72-byte retry (9/8). A real client pays one round trip more, and a
+//     retry counts as hearing from the server: a new cookie gives the
+//     connect another FailureTimeout, at most three times, so a client
+//     whose round trip is under FailureTimeout connects through a flood,
+//     and a server that only ever answers with retries still fails the
+//     connect within 4 x FailureTimeout. Resets answer packets for
+//     sessions the server does not have, echo them, and say for how long
+//     it has had none, which proves that requests sent since never ran
+//     (ErrNotExecuted: the driver may send them again); they never say it
+//     of a session the server has, and the client believes only one that
+//     echoes a packet still in flight. A client whose IP changes keeps its
+//     session (QUIC's connection migration, migrate.go): the server
+//     challenges the new address and moves the session there once the
+//     client answers from it (an answer carries the server's token and
+//     the nonce, so it also confirms a session still half open: a
+//     half-open session leaves the reaper's list only by confirming, and a
+//     repeated connect renews it at the list's back, so no accomplice can
+//     stall the reaping of forged ones); until then that address's packets
+//     are dropped, so a source forged to another IP can neither redirect
+//     answers nor end the session, and no request runs twice. Calls
+//     complete if the address stays put for several round trips at a time
+//     (TestSimMigrationPace: with a change every 4 RTTs on average all do,
+//     every 2 RTTs 97 %); faster, they may fail. (A forger on the client's
+//     own IP that has read the server's token can: a session takes its
+//     client's packets from any port of its IP.) Keepalive pings on idle
+//     sessions, client failure detection (FailureTimeout without a packet
+//     while waiting) that fails every pending call, server-side reaping of
+//     sessions idle beyond IdleTimeout, and a best-effort notice to
+//     clients when the server ends sessions itself. eRPC's failure
+//     handling was disabled in its tree.
 //   - No TX DMA flush: the transports copy a datagram before Send returns
 //     (the kernel, or the shared-memory ring), and a completed call's
 //     packets still queued are withdrawn, so a request buffer goes back to

@@ -340,17 +340,26 @@ func (e *Engine) newSession(s *session) {
 		e.sessions = append(e.sessions, nil)
 		e.freedAt = append(e.freedAt, e.born)
 	}
-	s.token = e.newToken()
+	var spare uint32
+	s.token, spare = e.newToken()
+	if s.c != nil {
+		// A client's sequence numbers start at random: a reset must echo
+		// one in flight to be believed (onReset), which one who has not
+		// seen the session's recent packets cannot guess at the first try.
+		s.c.txSeq = spare
+	}
 	s.heapIdx = -1
 	s.deadline = Never
 	e.sessions[s.num] = s
 }
 
-// newToken picks a random nonzero token.
-func (e *Engine) newToken() uint32 {
+// newToken picks a random nonzero token, and returns the other half of
+// the random draw too.
+func (e *Engine) newToken() (token, spare uint32) {
 	for {
-		if t := uint32(e.cfg.Random()); t != 0 {
-			return t
+		r := e.cfg.Random()
+		if t := uint32(r); t != 0 {
+			return t, uint32(r >> 32)
 		}
 	}
 }

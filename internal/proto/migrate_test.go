@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -76,6 +77,12 @@ func TestSimMigrationChurn(t *testing.T) {
 // runMigration runs one seed: 60 calls from a client behind a nat that
 // rebinds every period on average (1 to 4 ms; with churn, 50 to 350 µs).
 func runMigration(t *testing.T, seed uint64, tot *migrationTotals, churn bool) {
+	runMigrationEvery(t, seed, tot, churn, 0)
+}
+
+// runMigrationEvery is runMigration, with the mean period between address
+// changes set to rtts round trips of the seed's link instead if rtts > 0.
+func runMigrationEvery(t *testing.T, seed uint64, tot *migrationTotals, churn bool, rtts float64) {
 	r := rand.New(rand.NewPCG(seed, 0x316))
 	link := simnet.LinkConfig{Delay: time.Duration(10+r.IntN(190)) * time.Microsecond}
 	if r.IntN(4) > 0 { // a quarter of the seeds lose nothing at all
@@ -85,6 +92,9 @@ func runMigration(t *testing.T, seed uint64, tot *migrationTotals, churn bool) {
 	period := Time(1+r.IntN(4)) * ms // mean time between address changes
 	if churn {
 		period = Time(50+r.IntN(300)) * Time(time.Microsecond)
+	}
+	if rtts > 0 {
+		period = Time(rtts * float64(2*link.Delay))
 	}
 	paths := 1 + r.IntN(2)
 	w := newWorld(t, seed, link)
@@ -205,16 +215,18 @@ func sentPackets(t *testing.T, pkts []Packet) []sent {
 // while the real client keeps calling. Over many seeds: the attacker's
 // packets are never executed or answered with data, each gets at most a
 // challenge no larger than itself that does not carry the client's
-// token, at most one per challengeGap; the session never moves and never
+// token, at most one per challengeGap, to that packet's source or to one
+// whose packet the gap held back; the session never moves and never
 // ends, and every real request is answered at the real client's address.
 func TestForgedSourceCannotMoveSession(t *testing.T) {
-	var forged, challenges, nonceReplays, realCalls int
+	var forged, challenges, nonceReplays, realCalls, heldServed int
 	for seed := uint64(0); seed < 200; seed++ {
 		r := rand.New(rand.NewPCG(seed, 0xBAD))
 		ts := newTServer(t, Config{Random: seedRandom(seed)})
 		attackers := []netip.AddrPort{addr("10.9.9.9:7"), addr("10.0.0.3:7"), addr("192.168.1.1:4000")}
 		var lastChallenge Time = -Time(time.Hour)
 		seenNonce := map[netip.AddrPort]uint64{}
+		held := map[netip.AddrPort]int{} // packets that drew no challenge, by source
 		real := uint64(0)
 		for range 200 {
 			ts.now += Time(r.Int64N(int64(3 * ms)))
@@ -277,8 +289,15 @@ func TestForgedSourceCannotMoveSession(t *testing.T) {
 					}
 					continue
 				}
-				if o.to != from || o.h.Type != wire.TypePathChallenge || o.h.Token != 0 || o.h.MsgSize != 0 || o.len > size {
+				// A challenge goes to the packet's source, or to one whose
+				// packet the gap held back (it is owed one), and is no
+				// larger than the packet it answers (a bare header).
+				if (o.to != from && held[o.to] == 0) || o.h.Type != wire.TypePathChallenge || o.h.Token != 0 || o.h.MsgSize != 0 || o.len > size || o.len > wire.HeaderLen {
 					t.Fatalf("seed %d: a packet from %v was answered with %v (%d bytes, token %x) to %v", seed, from, o.h.Type, o.len, o.h.Token, o.to)
+				}
+				if o.to != from {
+					held[o.to]--
+					heldServed++
 				}
 				if ts.now-lastChallenge < Time(challengeGap) {
 					t.Fatalf("seed %d: challenges %v apart", seed, time.Duration(ts.now-lastChallenge))
@@ -286,6 +305,9 @@ func TestForgedSourceCannotMoveSession(t *testing.T) {
 				lastChallenge = ts.now
 				seenNonce[o.to] = o.h.ReqNum
 				challenges++
+			}
+			if answered := slices.ContainsFunc(out, func(o sent) bool { return o.to == from }); from != clientAddr && !answered {
+				held[from]++
 			}
 			if from == clientAddr && (len(out) != 1 || out[0].h.Type != wire.TypeResp || out[0].h.ReqNum != real) {
 				t.Fatalf("seed %d: the real client's request %d was answered with %+v", seed, real, out)
@@ -301,7 +323,8 @@ func TestForgedSourceCannotMoveSession(t *testing.T) {
 		t.Fatalf("forged %d packets, %d challenges, %d answers with a seen nonce, %d real calls: the attack did not happen",
 			forged, challenges, nonceReplays, realCalls)
 	}
-	t.Logf("%d forged packets drew %d challenges (%d answered with the nonce seen); %d real calls all answered", forged, challenges, nonceReplays, realCalls)
+	t.Logf("%d forged packets drew %d challenges (%d of them to a held-back address, %d answered with the nonce seen); %d real calls all answered",
+		forged, challenges, heldServed, nonceReplays, realCalls)
 }
 
 // TestMigrationTable walks a move by hand: a packet from a new IP is
@@ -365,5 +388,35 @@ func TestMigrationTable(t *testing.T) {
 	out = sentPackets(t, ts.e.Outgoing(ts.now))
 	if len(out) != 1 || out[0].to != moved || out[0].h.Code != wire.CodeServerClosing {
 		t.Fatalf("closing: %+v; want the notice at the new address", out)
+	}
+}
+
+// TestChallengeGapSurvivesMigration (found by review): "at most one
+// challenge per millisecond per session" holds right after a migration
+// too. The gap used to be checked only while a nonce was outstanding, and
+// a migration clears it, so a packet from the old IP (a late copy from
+// the client) drew a second challenge 200 µs after the first.
+func TestChallengeGapSurvivesMigration(t *testing.T) {
+	ts := newTServer(t, Config{Random: seedRandom(3)})
+	moved := addr("10.0.7.7:9")
+	feed := func(from netip.AddrPort, p []byte) []sent {
+		ts.e.Receive(ts.now, from, p)
+		drainEvents(ts.e)
+		return sentPackets(t, ts.e.Outgoing(ts.now))
+	}
+	out := feed(moved, ts.ctl(wire.TypePing, 0, 0, 2))
+	if len(out) != 1 || out[0].h.Type != wire.TypePathChallenge {
+		t.Fatalf("want a challenge, got %+v", out)
+	}
+	first := ts.now
+	ts.now += Time(100 * time.Microsecond)
+	feed(moved, pkt(wire.Header{Type: wire.TypePathResponse, Session: ts.num, Token: ts.tok, ReqNum: out[0].h.ReqNum, MsgSize: tToken}, nil))
+	if ts.e.Stats().Migrations != 1 {
+		t.Fatalf("no migration: %+v", ts.e.Stats())
+	}
+	ts.now += Time(100 * time.Microsecond)
+	out = feed(clientAddr, ts.ctl(wire.TypePing, 0, 0, 3))
+	if len(out) == 1 && out[0].h.Type == wire.TypePathChallenge && ts.now-first < Time(challengeGap) {
+		t.Fatalf("two challenges of one session %v apart (limit %v)", time.Duration(ts.now-first), challengeGap)
 	}
 }

@@ -25,7 +25,13 @@ type serverSide struct {
 	metered            bool         // a congestion-controlled client: see shareMeter
 	share              sessionShare // its request bytes, for the share mark
 	under              bool         // under its share at its latest request packet
-	probe              *pathProbe   // the challenge out to the client's new address, if any
+	probe              *pathProbe   // the challenges out to the client's new address, if any
+	// from is the address the client's latest packet came from. A port
+	// change alone moves no table entry (a multipath client sends from
+	// several ports at once), so key.addr may be a port the client has
+	// left and a NAT has since given to another client: confirm ends an
+	// older session only if its client was last heard there.
+	from netip.AddrPort
 }
 
 type sslotState uint8
@@ -307,12 +313,20 @@ func (e *Engine) retireSlot(sl *serverSlot) {
 // higher never ran, and never will, so the client may send it again on a
 // new session. An idle client then opens a new session for its next call
 // instead of sending it on one that the server's next incarnation will not
-// know. It is best effort: if it is lost, the client learns from the next
-// incarnation's reset.
+// know. It carries the client's token (MsgSize), which the client
+// checks: the server's token, which names the session, travels in every
+// client packet, so without it anyone who saw one could end the session
+// and make the client run its calls again. It goes where the client last
+// spoke from. It is best effort: if it is lost, the client learns from
+// the next incarnation's reset.
 func (e *Engine) sendClosing(s *session) {
 	h := wire.Header{Type: wire.TypeReset, Code: wire.CodeServerClosing, Session: s.num, Token: s.token,
-		ReqNum: s.s.unseen}
-	e.emit(s.peer, &h, nil)
+		ReqNum: s.s.unseen, MsgSize: s.peerToken}
+	to := s.s.from
+	if !to.IsValid() { // never heard from since its connect
+		to = s.peer
+	}
+	e.emit(to, &h, nil)
 	e.stats.ResetsSent++
 }
 

@@ -20,7 +20,7 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		e.unaccepted(now, from, h, s)
 		return
 	}
-	s.lastHeard = now
+	s.lastHeard, s.s.from = now, from
 	if !s.s.confirmed {
 		e.establish(now, s)
 	}
@@ -92,14 +92,18 @@ func (e *Engine) sendReset(now Time, to netip.AddrPort, in *wire.Header, known *
 
 // confirm marks s as the live session of its client's number: a packet
 // carrying the token only our connect-ack told proves the client at that
-// address has it. An older session of the same client number is then dead
-// (the client restarted, or reused the number after closing it), and ends.
-// A connect alone never ends a session: a forged or late one could.
+// address has it. An older session of the same client number whose client
+// was last heard at that very address is then dead (the client restarted,
+// or reused the number after closing it), and ends. One whose client has
+// since spoken from another port is not: a NAT rebinding moved it, and
+// may give its old port to another client, whose engine numbers its
+// sessions from 0 too. A connect alone never ends a session: a forged or
+// late one could.
 func (e *Engine) confirm(now Time, s *session) {
 	s.s.confirmed = true
 	e.halfOpen.remove(s)
 	k := s.s.key.client()
-	if old := e.byClient[k]; old != nil && old != s {
+	if old := e.byClient[k]; old != nil && old != s && old.s.from == s.s.key.addr {
 		e.endSession(now, old, ErrSessionReset)
 	}
 	e.byClient[k] = s

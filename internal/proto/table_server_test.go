@@ -334,13 +334,15 @@ func TestServerTable_PingDisconnect(t *testing.T) {
 }
 
 // TestServerTable_Closing: closing the engine tells each client, with the
-// lowest request number the session never saw.
+// lowest request number the session never saw and the client's token (so
+// the client can tell the notice from a forgery by someone who saw the
+// server's).
 func TestServerTable_Closing(t *testing.T) {
 	ts := newTServer(t, Config{})
 	ts.step("request 2", ts.req(2, 5, 0, 1), []out{{Type: wire.TypeCR, Flags: wire.FlagPending, ReqNum: 2, Seq: 1}}, "request")
 	ts.e.CloseAll(ts.now)
 	got := decode(t, ts.e.Outgoing(ts.now), clientAddr, ts.num, ts.tok) // a reset names the server's side
-	checkOut(t, "closing", got, []out{{Type: wire.TypeReset, Code: wire.CodeServerClosing, ReqNum: 3}})
+	checkOut(t, "closing", got, []out{{Type: wire.TypeReset, Code: wire.CodeServerClosing, ReqNum: 3, MsgSize: tToken}})
 }
 
 func TestServerTable_PeerGone(t *testing.T) {

@@ -53,11 +53,16 @@
 // ends or changes an existing session; a forged or late one costs at most an
 // unconfirmed session, which the server reaps a second or so after the
 // connect or its latest copy (HalfOpenTimeout) and whose number it bounds
-// (below). The first packet carrying the new server
-// token confirms the session; only then does the server end an older
-// session of the same client address and session number (the client
-// restarted, or reused the number after closing it). A client with nothing
-// to send confirms at once with a ping.
+// (below). The first packet carrying the new server token confirms the
+// session; only then does the server end an older session of the same
+// client address and session number (the client restarted, or reused the
+// number after closing it), and only if that session's client was last
+// heard at that address: a client whose NAT moved it to another port keeps
+// its session when the NAT hands the old port to another client. (A NAT
+// that drops its mappings at once can hand the port over before the first
+// client speaks again; a live session of the same number there then ends,
+// and its calls fail, unrun or not, but never run twice.) A client with
+// nothing to send confirms at once with a ping.
 //
 // A flood of connects from forged sources must not fill the server: once
 // its unconfirmed sessions reach their bound, the server answers a connect
@@ -87,10 +92,13 @@
 //
 // A server that gets a packet for a session it does not have answers with
 // [TypeReset], whose MsgSize field is a lower bound, in µs (saturating), on
-// how long that server has had no session with that number and token. A
-// client that sent every packet of a request later than that (by its own
-// clock, with a margin for clock-rate error) knows the request never reached
-// a live session and never ran, and may send it again on a new session. A
+// how long that server has had no session with that number and token, and
+// which echoes the packet's TxSeq and ReqNum. A client believes a reset
+// only if it echoes a packet of the session still awaiting its answer (a
+// client's TxSeq starts at a random value per session). A client that
+// sent every packet of a request later than the bound (by its own clock,
+// with a margin for clock-rate error) knows the request never reached a
+// live session and never ran, and may send it again on a new session. A
 // reset never makes that claim for a session the server has: one that
 // answers a packet naming a live session's number and token says 0.
 //
@@ -102,18 +110,28 @@
 // the server sends that address a [TypePathChallenge] (a bare header:
 // Session is the client's number, Token zero so as not to tell whoever
 // holds the address the client's token, ReqNum a random nonce, TxSeq and
-// Path echoing the packet's), at most one per millisecond per session and
-// one outstanding. The client answers from the address challenged with a
-// [TypePathResponse] (Session and Token the server's, ReqNum the nonce,
-// MsgSize the client's own token), and resends the packet the challenge
-// echoes; only that answer, from the IP challenged, moves the session to
-// the new address. A forged
-// source address therefore cannot redirect a session's answers or end it.
+// Path echoing the packet's), at most one per millisecond per session; the
+// nonces of the last two IPs challenged stay valid for a second, and an IP
+// the millisecond held back is challenged next, so one address that keeps
+// sending cannot void the client's challenge. The client answers from the
+// address challenged with a [TypePathResponse] (Session and Token the
+// server's, ReqNum the nonce, MsgSize the client's own token), and resends
+// the packet the challenge echoes; only that answer, from the IP
+// challenged, moves the session to the new address. A client whose
+// address stays put for several round trips at a time keeps its calls
+// going; one that moves faster may see calls fail (a challenge answered
+// from an address already gone), never run twice. So a packet whose
+// source is forged to another IP than the client's, even one carrying the
+// server's token, can neither run, nor redirect a session's answers, nor
+// end it; one from the client's own IP with that token can (see Threat
+// model).
 //
 // A server that ends a session on its own (it is closing, or the session
 // was idle beyond its timeout) tells the client with a reset coded
 // [CodeServerClosing], whose ReqNum is the lowest request number the server
 // never saw on that session: requests numbered that or higher never ran.
+// Its MsgSize is the client's token, which the client checks: the server's
+// token travels in every client packet, the client's only in the server's.
 // It is the only packet a server sends unasked, and best effort; an idle
 // client that gets it opens a new session for its next call instead of
 // sending the call where no session will know it.
@@ -122,6 +140,39 @@
 // field): the server's handler sees the deadline. A request with
 // [FlagMetadata] starts with a metadata block of key/value pairs
 // ([AppendMetadata]); without the flag nothing of metadata is on the wire.
+//
+// # Threat model
+//
+// erpc-go does not encrypt or authenticate its packets yet. Tokens and
+// nonces travel in clear, so an attacker that reads a session's packets
+// can forge any of them: run requests, end the session, move it to an
+// address of its own, or forge a reset that makes the client send again a
+// request that ran. The promises hold against the network's own
+// behaviour (loss, duplication, reordering, delay, late packets from
+// earlier sessions or process incarnations, NAT rebinding and port reuse)
+// and against off-path attackers, who cannot read the traffic and would
+// have to guess a random 32-bit token to name a session at all. Against
+// an attacker that has read some packets, a few cheap checks raise the
+// bar, and no more:
+//
+//   - A packet with the server's token from another IP is challenged,
+//     never executed or answered; the session moves only when the answer
+//     comes from that IP with the nonce and the client's token, which
+//     only server packets show. A flood from one address with the token
+//     cannot keep the challenge from reaching the client's new address;
+//     floods from many addresses can.
+//   - A reset is believed only if it echoes a packet still awaiting its
+//     answer (a client's sequence numbers start at random), a closing
+//     notice only if it carries the client's token. One who saw an earlier
+//     client datagram, but neither the current ones nor a server packet,
+//     cannot make a handler run twice with a single forgery; sequence
+//     numbers count up from the one it saw, so a spray of guesses may.
+//   - A session takes its client's packets from any port of the client's
+//     IP (a multipath client sends from several, a NAT may move it to
+//     another). Whoever has the server's token and can send from that IP
+//     (a neighbour behind the same NAT, a spoofer the network lets use
+//     the IP) is taken for the client: its requests run, and its
+//     disconnect ends the session.
 //
 // # Packet exchange
 //
