@@ -127,7 +127,8 @@
 // handler run twice; so can one who has read a session's token and sends
 // from its client's IP (a neighbour behind the same NAT). A few checks make
 // it harder, none makes it impossible (internal/wire's doc, Threat model);
-// run erpc on a trusted network. Congestion control is not implemented yet:
-// each session is limited to its credits (one bandwidth-delay product) in
-// flight.
+// run erpc on a trusted network. Handlers run on the event loop unless
+// registered with Background: one that blocks holds every call of its
+// endpoint meanwhile (logged after WithStallLog). Unary calls only: no
+// streaming yet.
 package erpc
