@@ -20,10 +20,13 @@ import (
 // path until the name is unlinked or renamed over (only one socket is
 // bound at a path), and those change the directory: the listener watches
 // the directory of every claimed path it took (inotify), and a connection
-// whose path's name changes loses the address (recheckDir). So a process
-// that gave the path up loses the address before another can listen
-// there, not when the other first competes for it: as soon as the
-// watcher's goroutine reads the event. Out
+// whose path's name changes is checked again at once (recheckDir): one
+// whose process no longer listens there loses the address. So a process
+// that gave the path up loses the address as soon as the watcher's
+// goroutine reads the event and a probe answers, not when another first
+// competes for it. (A probe, not the event alone: the watcher may read an
+// event after a connection claimed its name, as when it reads the honest
+// listener's own creation of its socket late.) Out
 // of sight: a rename of the directory or one of its parents, and mounts
 // over them; whoever may do that owns the path anyway.
 //
@@ -190,7 +193,12 @@ func (w *dirWatcher) run(f *os.File) {
 			case d != nil && ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF) != 0:
 				queue(d, "", false)
 			case d != nil:
-				queue(d, name, false)
+				// Probe rather than revoke: the watcher may read an event
+				// after a connection claimed the name it reports (the
+				// honest listener's own creation of its socket, read late
+				// on a loaded host), and only a probe tells who listens
+				// there now.
+				queue(d, name, true)
 			}
 		}
 		w.mu.Unlock()
