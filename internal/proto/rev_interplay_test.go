@@ -85,7 +85,7 @@ func runInterplay(t *testing.T, seed uint64, tot *ixTotals) {
 		Loss:         pick(0, 0.01, 0.05, 0.2),
 		Dup:          pick(0.02, 0.05, 0.1),
 		Reorder:      pick(0.02, 0.1),
-		Delay:        time.Duration(5+rng.IntN(45)) * time.Microsecond,
+		Delay:        time.Duration(pick(5, 50, 500, 3000)*(0.5+rng.Float64())) * time.Microsecond,
 		Jitter:       time.Duration(rng.IntN(20)) * time.Microsecond,
 		ReorderDelay: time.Duration(pick(5, 50, 300, 1500)) * time.Millisecond,
 	}
