@@ -16,10 +16,10 @@ import (
 // ixTotals sums the faults TestSimInterplay injects, so it can check they
 // happened.
 type ixTotals struct {
-	seeds, calls, ok, notExec, reissued, failed, canceled, lost             atomic.Int64
-	srvRestarts, cliRestarts, natMoves, ipMoves, portReuse, abandons        atomic.Int64
-	retries, migrations, challenges, reaped, badCookies, spentCookies, held atomic.Int64
-	dupd, maxLatencyMs, replays, halfMig, partitions                        atomic.Int64
+	seeds, calls, ok, notExec, reissued, failed, canceled, lost              atomic.Int64
+	srvRestarts, cliRestarts, natMoves, ipMoves, portReuse, abandons         atomic.Int64
+	retries, migrations, challenges, reaped, badCookies, spentCookies, held  atomic.Int64
+	dupd, maxLatencyMs, replays, halfMig, partitions, maxRatio, maxRatioSeed atomic.Int64
 }
 
 type ixCall struct {
@@ -50,11 +50,11 @@ func TestSimInterplay(t *testing.T) {
 	t.Run("seeds", func(t *testing.T) {
 		forEachSeed(t, func(t *testing.T, seed uint64) { runInterplay(t, seed, &tot) })
 	})
-	t.Logf("%d seeds: calls %d ok %d notExec %d reissued %d failed %d canceled %d lost %d; srvRestarts %d cliRestarts %d natMoves %d (ip %d, reuse %d) abandons %d; retries %d migrations %d challenges %d reaped %d badCookies %d spent %d; net held %d dup %d replays %d; half-open migrations %d; max latency %d ms",
+	t.Logf("%d seeds: calls %d ok %d notExec %d reissued %d failed %d canceled %d lost %d; srvRestarts %d cliRestarts %d natMoves %d (ip %d, reuse %d) abandons %d; retries %d migrations %d challenges %d reaped %d badCookies %d spent %d; net held %d dup %d replays %d; half-open migrations %d; max latency %d ms; max latency/FailureTimeout %d%% (seed %d)",
 		tot.seeds.Load(), tot.calls.Load(), tot.ok.Load(), tot.notExec.Load(), tot.reissued.Load(), tot.failed.Load(), tot.canceled.Load(), tot.lost.Load(),
 		tot.srvRestarts.Load(), tot.cliRestarts.Load(), tot.natMoves.Load(), tot.ipMoves.Load(), tot.portReuse.Load(), tot.abandons.Load(),
 		tot.retries.Load(), tot.migrations.Load(), tot.challenges.Load(), tot.reaped.Load(), tot.badCookies.Load(), tot.spentCookies.Load(),
-		tot.held.Load(), tot.dupd.Load(), tot.replays.Load(), tot.halfMig.Load(), tot.maxLatencyMs.Load())
+		tot.held.Load(), tot.dupd.Load(), tot.replays.Load(), tot.halfMig.Load(), tot.maxLatencyMs.Load(), tot.maxRatio.Load(), tot.maxRatioSeed.Load())
 	if t.Failed() || tot.seeds.Load() < 50 {
 		return
 	}
@@ -313,6 +313,10 @@ func runInterplay(t *testing.T, seed uint64, tot *ixTotals) {
 				}
 				if lat := int64(time.Duration(w.now-lc.started) / time.Millisecond); lat > tot.maxLatencyMs.Load() {
 					tot.maxLatencyMs.Store(lat)
+				}
+				if r := int64(100 * (w.now - lc.started) / Time(failure)); r > tot.maxRatio.Load() {
+					tot.maxRatio.Store(r)
+					tot.maxRatioSeed.Store(int64(seed))
 				}
 				if w.now-lc.started > Time(6*failure) {
 					fail("call %d took %v to complete (%v)", lc.tag, time.Duration(w.now-lc.started), ev.Err)
