@@ -10,48 +10,58 @@ import (
 )
 
 // TestLateConfirmFromMovedPortEndsNewcomer (review, interplay of port-reuse
-// protection and first confirmation): client A connects from NAT port P,
-// gets its ack, but its confirming ping is lost; the NAT moves A to port P'
-// and hands P to client B, whose first session has the same number (every
-// engine numbers from 0). B connects from P and confirms. Then A's resent
-// ping, from P', confirms A's session: confirm looks up the older session
-// of the same number under A's *connect* address P, finds B's live one,
-// last heard at P, and ends it. B never moved and never restarted; its
-// session ends and its calls fail. The protection compares the old
-// session's last address with the new one's connect address
+// protection and first confirmation): client A connects from NAT port P
+// and gets its ack; the NAT then moves A to port P', and A's confirming
+// ping, sent from P', is lost. Only then (A has spoken from its new port,
+// as TestSimSharedNAT's NAT requires before handing a port out) does the
+// NAT give P to client B, whose first session has the same number (every
+// engine numbers from 0). B connects from P and confirms. A's resent ping,
+// from P', confirms A's session: confirm looks up the older session of
+// the same number under A's *connect* address P, finds B's live one, last
+// heard at P, and ends it. B never moved and never restarted; its session
+// ends and its next call fails. The protection compares the old
+// session's last address with the new session's connect address
 // (serverSide.key.addr), not with where the confirming packet came from
-// (serverSide.from): a session whose client has already left the port
-// still ends whoever the NAT gave the port to. (The same happens when the
-// confirming packet is an abandoned connect's Disconnect, abandon.go.)
+// (serverSide.from).
 func TestLateConfirmFromMovedPortEndsNewcomer(t *testing.T) {
 	w := newWorld(t, 1, simnet.LinkConfig{Delay: 50 * time.Microsecond})
 	srv := w.addHost("server", "10.0.0.1:1", Config{Random: seedRandom(1)})
 	a := w.addHost("A", "192.168.0.2:1", Config{Random: seedRandom(2)})
 	b := w.addHost("B", "192.168.0.3:1", Config{Random: seedRandom(3)})
 	n := newSharedNAT(w)
-	n.ext[a] = addr("172.16.0.1:40000")
+	p, pMoved := addr("172.16.0.1:40000"), addr("172.16.0.1:41000")
+	n.ext[a] = p
 	echoServer(srv)
 	gb := collect(b)
-	var sa, sb SessionID
 	aUp := false
 	a.onEvent = func(ev Event) {
-		if ev.Type != EventSessionUp || aUp {
-			return
+		if ev.Type == EventSessionUp {
+			aUp = true
+			// The NAT moves A before its confirming ping leaves; the
+			// ping is lost on the way.
+			n.ext[a] = pMoved
+			w.net.SetLink(pMoved, srv.addr, simnet.LinkConfig{Down: true})
 		}
-		aUp = true
-		a.e.Outgoing(w.now) // A's confirming ping is lost
-		// The NAT moves A to a new port and gives its old one to B.
-		n.ext[a] = addr("172.16.0.1:41000")
-		n.ext[b] = addr("172.16.0.1:40000")
-		sb = b.e.Connect(w.now, srv.addr)
 	}
 	srv.e.Tick(w.now)
-	sa = a.e.Connect(w.now, srv.addr)
-	w.runUntil(Time(time.Second), func() bool { return len(gb.up) == 1 })
+	sa := a.e.Connect(w.now, srv.addr)
+	w.runUntil(Time(time.Second), func() bool { return aUp })
+	w.runFor(Time(100 * time.Microsecond)) // the ping has left from P', and is lost
+
+	// A has spoken from P': the NAT gives P to B.
+	n.ext[b] = p
+	sb := b.e.Connect(w.now, srv.addr)
 	if sb.Num() != sa.Num() {
 		t.Fatalf("session numbers %d and %d: the scenario needs them equal", sa.Num(), sb.Num())
 	}
-	w.runFor(Time(20 * time.Millisecond)) // A's ping is resent, from its new port
+	w.runUntil(w.now+Time(time.Second), func() bool {
+		st := srv.e.Stats()
+		return len(gb.up) == 1 && st.ServerSessions == 2 && st.HalfOpen == 1
+	})
+	// B is confirmed at P and A still half open. The path heals; A's
+	// ping is resent from P'.
+	w.net.SetLink(pMoved, srv.addr, simnet.LinkConfig{Delay: 50 * time.Microsecond})
+	w.runFor(Time(50 * time.Millisecond))
 	if st := srv.e.Stats(); st.HalfOpen != 0 {
 		t.Fatalf("A's session never confirmed: %+v", st)
 	}
