@@ -16,10 +16,10 @@ import (
 // ixTotals sums the faults TestSimInterplay injects, so it can check they
 // happened.
 type ixTotals struct {
-	seeds, calls, ok, notExec, reissued, failed, canceled, lost              atomic.Int64
-	srvRestarts, cliRestarts, natMoves, ipMoves, portReuse, abandons         atomic.Int64
-	retries, migrations, challenges, reaped, badCookies, spentCookies, held  atomic.Int64
-	dupd, maxLatencyMs, replays, halfMig, partitions, maxRatio, maxRatioSeed atomic.Int64
+	seeds, calls, ok, notExec, reissued, failed, canceled, lost                        atomic.Int64
+	srvRestarts, cliRestarts, natMoves, ipMoves, portReuse, abandons                   atomic.Int64
+	retries, migrations, challenges, reaped, badCookies, spentCookies, held            atomic.Int64
+	dupd, maxLatencyMs, replays, halfMig, partitions, maxRatio, maxRatioSeed, selfDial atomic.Int64
 }
 
 type ixCall struct {
@@ -50,11 +50,11 @@ func TestSimInterplay(t *testing.T) {
 	t.Run("seeds", func(t *testing.T) {
 		forEachSeed(t, func(t *testing.T, seed uint64) { runInterplay(t, seed, &tot) })
 	})
-	t.Logf("%d seeds: calls %d ok %d notExec %d reissued %d failed %d canceled %d lost %d; srvRestarts %d cliRestarts %d natMoves %d (ip %d, reuse %d) abandons %d; retries %d migrations %d challenges %d reaped %d badCookies %d spent %d; net held %d dup %d replays %d; half-open migrations %d; max latency %d ms; max latency/FailureTimeout %d%% (seed %d)",
+	t.Logf("%d seeds: calls %d ok %d notExec %d reissued %d failed %d canceled %d lost %d; srvRestarts %d cliRestarts %d natMoves %d (ip %d, reuse %d) abandons %d; retries %d migrations %d challenges %d reaped %d badCookies %d spent %d; net held %d dup %d replays %d; half-open migrations %d; max latency %d ms; max latency/FailureTimeout %d%% (seed %d); seeds where the server dials itself %d",
 		tot.seeds.Load(), tot.calls.Load(), tot.ok.Load(), tot.notExec.Load(), tot.reissued.Load(), tot.failed.Load(), tot.canceled.Load(), tot.lost.Load(),
 		tot.srvRestarts.Load(), tot.cliRestarts.Load(), tot.natMoves.Load(), tot.ipMoves.Load(), tot.portReuse.Load(), tot.abandons.Load(),
 		tot.retries.Load(), tot.migrations.Load(), tot.challenges.Load(), tot.reaped.Load(), tot.badCookies.Load(), tot.spentCookies.Load(),
-		tot.held.Load(), tot.dupd.Load(), tot.replays.Load(), tot.halfMig.Load(), tot.maxLatencyMs.Load(), tot.maxRatio.Load(), tot.maxRatioSeed.Load())
+		tot.held.Load(), tot.dupd.Load(), tot.replays.Load(), tot.halfMig.Load(), tot.maxLatencyMs.Load(), tot.maxRatio.Load(), tot.maxRatioSeed.Load(), tot.selfDial.Load())
 	if t.Failed() || tot.seeds.Load() < 50 {
 		return
 	}
@@ -218,6 +218,7 @@ func runInterplayMut(t *testing.T, seed uint64, tot *ixTotals, mutate bool) {
 			respond()
 		}
 	}
+	var onSrvRestart func() // the server's own client sessions die with it
 	restartSrv := func(graceful bool) {
 		if graceful {
 			srv.e.CloseAll(w.now)
@@ -225,6 +226,9 @@ func runInterplayMut(t *testing.T, seed uint64, tot *ixTotals, mutate bool) {
 		}
 		srvStats()
 		srvInc++
+		if onSrvRestart != nil {
+			onSrvRestart()
+		}
 		tot.srvRestarts.Add(1)
 		w.replace(srv, srvCfg())
 	}
@@ -331,17 +335,36 @@ func runInterplayMut(t *testing.T, seed uint64, tot *ixTotals, mutate bool) {
 		}
 	}
 	nclients := 2 + rng.IntN(3)
+	selfClient := -1 // the server's own engine dials itself too: one engine, both roles
+	if rng.IntN(2) == 0 {
+		selfClient = nclients
+		nclients++
+	}
 	for ci := range nclients {
+		self := ci == selfClient
 		c := &client{i: ci, down: map[SessionID]error{}, calls: map[CallID]*ixCall{}}
 		c.cfg = func() Config {
 			cfg := base
 			cfg.Random = seedRandom(seed<<8 | uint64(ci)<<4 | uint64(c.inc))
 			return cfg
 		}
-		c.h = w.addHost(fmt.Sprintf("client%d", ci), fmt.Sprintf("192.168.0.%d:1", ci+1), c.cfg())
-		extOf[c.h] = fresh(rng.IntN(2))
+		if self {
+			c.h = srv
+			onSrvRestart = func() {
+				for id, lc := range c.calls {
+					lc.lost = true
+					delete(c.calls, id)
+					tot.lost.Add(1)
+				}
+				c.inc++
+				c.sids = nil
+			}
+		} else {
+			c.h = w.addHost(fmt.Sprintf("client%d", ci), fmt.Sprintf("192.168.0.%d:1", ci+1), c.cfg())
+			extOf[c.h] = fresh(rng.IntN(2))
+		}
 		clients = append(clients, c)
-		c.h.onEvent = func(ev Event) {
+		onClientEvent := func(ev Event) {
 			switch ev.Type {
 			case EventSessionDown:
 				c.down[ev.Session] = ev.Err
@@ -397,6 +420,21 @@ func runInterplayMut(t *testing.T, seed uint64, tot *ixTotals, mutate bool) {
 				}
 			}
 		}
+		if self {
+			serve := srv.onEvent
+			srv.onEvent = func(ev Event) {
+				switch {
+				case ev.Type == EventRequest, ev.Type == EventRequestCanceled, ev.Type == EventSessionAccepted,
+					ev.Type == EventSessionDown && ev.Server:
+					serve(ev)
+				default:
+					onClientEvent(ev)
+				}
+			}
+			tot.selfDial.Add(1)
+		} else {
+			c.h.onEvent = onClientEvent
+		}
 		at := Time(rng.IntN(5)) * Time(time.Millisecond)
 		for range 2 + rng.IntN(6) {
 			life := at
@@ -444,7 +482,7 @@ func runInterplayMut(t *testing.T, seed uint64, tot *ixTotals, mutate bool) {
 		}
 		// A client restart: its calls are lost with it; session numbers
 		// start from 0 again, same NAT address or not.
-		if rng.IntN(2) == 0 {
+		if !self && rng.IntN(2) == 0 {
 			w.at(Time(rng.IntN(400))*Time(time.Millisecond), func() {
 				for id, lc := range c.calls {
 					lc.lost = true
@@ -467,6 +505,10 @@ func runInterplayMut(t *testing.T, seed uint64, tot *ixTotals, mutate bool) {
 			return
 		}
 		c := clients[rng.IntN(len(clients))]
+		if c.h == srv { // the server's own client sessions stay put
+			w.at(w.now+Time(1+rng.IntN(100))*Time(time.Millisecond), move)
+			return
+		}
 		old := extOf[c.h]
 		var na netip.AddrPort
 		switch r := rng.IntN(3); {
