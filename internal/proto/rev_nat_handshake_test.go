@@ -2,6 +2,7 @@ package proto
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -83,6 +84,7 @@ func runSharedNATHandshake(t *testing.T, seed uint64, tot *sharedNATTotals, hand
 	}
 
 	runs := map[uint64]int{}
+	notRun := map[uint64]bool{} // calls that failed with ErrNotExecuted
 	srv.e.Tick(w.now)
 	srv.onEvent = func(ev Event) {
 		if ev.Type != EventRequest {
@@ -113,7 +115,7 @@ func runSharedNATHandshake(t *testing.T, seed uint64, tot *sharedNATTotals, hand
 		}
 		req := make([]byte, 8+r.IntN(3000))
 		binary.LittleEndian.PutUint64(req, seed<<32|uint64(i))
-		if _, err := c.h.e.StartCall(w.now, c.sid, 1, req, nil, Never, nil); err != nil {
+		if _, err := c.h.e.StartCall(w.now, c.sid, 1, req, nil, Never, binary.LittleEndian.Uint64(req)); err != nil {
 			t.Fatalf("seed %d: %s: StartCall: %v", seed, c.h.name, err)
 		}
 		c.pending++
@@ -145,6 +147,9 @@ func runSharedNATHandshake(t *testing.T, seed uint64, tot *sharedNATTotals, hand
 			case EventResponse:
 				c.pending--
 				done++
+				if errors.Is(ev.Err, ErrNotExecuted) {
+					notRun[ev.Tag.(uint64)] = true
+				}
 				if ev.Err == nil {
 					ok++
 				} else {
@@ -186,6 +191,11 @@ func runSharedNATHandshake(t *testing.T, seed uint64, tot *sharedNATTotals, hand
 	w.at(w.now+Time(r.Int64N(int64(ms))), churn)
 	w.runUntil(w.now+Time(30*time.Second), func() bool { return done == issued })
 
+	for id := range notRun {
+		if runs[id] != 0 {
+			t.Fatalf("seed %d: request %x reported never executed, but it ran", seed, id)
+		}
+	}
 	for id, k := range runs {
 		if k > 1 {
 			t.Errorf("seed %d: request %x ran %d times", seed, id, k)
