@@ -42,6 +42,10 @@ type world struct {
 	// sources would fill.
 	dropStrays bool
 	strays     int
+	// onSend, if set, sees every datagram a host sends, after its
+	// source address is chosen (the header and payload are only valid
+	// during the call).
+	onSend func(from, to netip.AddrPort, head, payload []byte)
 }
 
 type action struct {
@@ -151,7 +155,11 @@ func (w *world) flush() {
 				w.strays++
 				continue
 			}
-			w.net.Send(int64(w.now), w.source(h, p.Path), p.To, p.Head(), p.Payload)
+			src := w.source(h, p.Path)
+			if w.onSend != nil {
+				w.onSend(src, p.To, p.Head(), p.Payload)
+			}
+			w.net.Send(int64(w.now), src, p.To, p.Head(), p.Payload)
 		}
 	}
 }
