@@ -113,6 +113,7 @@ func TestPortReuseAfterRebindKeepsLiveSession(t *testing.T) {
 // the fault it is about happened.
 type sharedNATTotals struct {
 	seeds, calls, ok, rebinds, reusedConfirms atomic.Int64
+	idleEnded, neverRan                       atomic.Int64 // the lossy variants' documented boundary
 }
 
 // TestSimSharedNAT: several clients behind one NAT IP, one or two paths

@@ -32,6 +32,9 @@ type serverSide struct {
 	// left and a NAT has since given to another client: confirm ends an
 	// older session only if its client was last heard there.
 	from netip.AddrPort
+	// opened is when the latest copy of the connect that made the session
+	// arrived before it was confirmed.
+	opened Time
 }
 
 type sslotState uint8

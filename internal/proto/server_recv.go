@@ -22,6 +22,10 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 	}
 	s.lastHeard, s.s.from = now, from
 	if !s.s.confirmed {
+		if h.Type == wire.TypeDisconnect { // nothing to confirm: it ends
+			e.endSession(now, s, ErrSessionClosed)
+			return
+		}
 		e.establish(now, s)
 	}
 	switch h.Type {
@@ -92,18 +96,24 @@ func (e *Engine) sendReset(now Time, to netip.AddrPort, in *wire.Header, known *
 
 // confirm marks s as the live session of its client's number: a packet
 // carrying the token only our connect-ack told proves the client at that
-// address has it. An older session of the same client number whose client
-// was last heard at that very address is then dead (the client restarted,
-// or reused the number after closing it), and ends. One whose client has
-// since spoken from another port is not: a NAT rebinding moved it, and
-// may give its old port to another client, whose engine numbers its
-// sessions from 0 too. A connect alone never ends a session: a forged or
-// late one could.
+// address has it. An older session of the same client number is then
+// taken for dead (the client restarted, or reused the number after
+// closing it) and ends, but only if its client was last heard at the very
+// address the confirming packet came from, and not since s's connect (its
+// latest copy). One
+// whose client has since spoken from another port is not: a NAT rebinding
+// moved it, and may give its old port to another client, whose engine
+// numbers its sessions from 0 too; nor is one still heard from, whoever
+// holds the address now. Ending an idle session wrongly (the NAT handed
+// its port over before its client spoke from the new one) costs its
+// client a reconnect: its next request gets a reset proving it never ran,
+// and goes again on a new session. A connect alone never ends a session:
+// a forged or late one could.
 func (e *Engine) confirm(now Time, s *session) {
 	s.s.confirmed = true
 	e.halfOpen.remove(s)
 	k := s.s.key.client()
-	if old := e.byClient[k]; old != nil && old != s && old.s.from == s.s.key.addr {
+	if old := e.byClient[k]; old != nil && old != s && old.s.from == s.s.from && old.lastHeard < s.s.opened {
 		e.endSession(now, old, ErrSessionReset)
 	}
 	e.byClient[k] = s
@@ -263,6 +273,9 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	key := peerKey{addr: from, num: c.Session, token: h.Token}
 	if s := e.byPeer[key]; s != nil { // our ack was lost, or this copy is late
+		if !s.s.confirmed {
+			s.s.opened = now
+		}
 		e.renewHalfOpen(now, s)
 		e.sendConnectAck(s, h)
 		return
@@ -280,7 +293,7 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	credits := s.negotiate(&e.cfg, &c)
 	// No slots yet: they come at confirmation (establish), once the
 	// client has proven it receives at its address.
-	s.s = &serverSide{key: key, metered: e.metered(from)}
+	s.s = &serverSide{key: key, metered: e.metered(from), opened: now}
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++

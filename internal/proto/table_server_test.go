@@ -134,7 +134,12 @@ func TestServerTable_Handshake(t *testing.T) {
 	}
 	// A packet with the new session's token proves the client there has
 	// it: the client restarted (or reused its number), so the older
-	// session of that number ends.
+	// session of that number, silent since the newer's connect (here its
+	// latest copy), ends. (One heard since would not: a NAT may have
+	// handed the address to another client; see confirm.)
+	ts.now++
+	ts.feed(connectPkt(tToken+1, tCliNum, 8))
+	ts.e.Outgoing(ts.now)
 	newer := pkt(wire.Header{Type: wire.TypePing, Session: num2, Token: tok2, TxSeq: 3}, nil)
 	ts.evs = nil
 	ts.feed(newer)
