@@ -73,8 +73,11 @@ import (
 // passed to ring it (send, MSG_DONTWAIT): the memory lives as long as a
 // mapping does, and appears in no file system. The listener gives a
 // connection handshakeTimeout from its accept to step 3. After the
-// handshake the socket carries nothing; it only signals the peer's death
-// by closing.
+// handshake the socket carries nothing (and refuses descriptors where the
+// kernel can); it only signals the peer's death by closing. Every
+// descriptor a peer passed that is not a mapped memfd, and every socket
+// whose queue may hold one, is closed by the closer (closer_linux.go),
+// never by the goroutine that read it.
 const (
 	pageSize  = 4096
 	hdrMagic  = 0
@@ -157,7 +160,9 @@ func ring(bell int) {
 	unix.Sendto(bell, bellByte, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 }
 
-func (c *conn) unmap() {
+// unmap releases the connection's memory and hands the peer's bell to the
+// closer: its queue may hold descriptors whose release blocks.
+func (c *conn) unmap(k *closer) {
 	if c.mem != nil {
 		unix.Munmap(c.mem)
 		c.mem = nil
@@ -167,7 +172,7 @@ func (c *conn) unmap() {
 		c.peerMem = nil
 	}
 	if c.peerBell >= 0 {
-		unix.Close(c.peerBell)
+		k.fd(c.peerBell)
 		c.peerBell = -1
 	}
 }
@@ -245,7 +250,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, fmt.Errorf("shm: %w", err)
 	}
 	if !t.trackHandshake(s, true) {
-		s.Close()
+		t.closer.sock(s) // the listener may have sent descriptors already
 		return zero, net.ErrClosed
 	}
 	var (
@@ -255,7 +260,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	defer func() {
 		t.trackHandshake(s, false)
 		if !ok {
-			s.Close()
+			t.closer.sock(s) // its queue may hold the listener's descriptors
 			for _, m := range [][]byte{mem, peerMem} {
 				if m != nil {
 					unix.Munmap(m)
@@ -264,7 +269,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		}
 	}()
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
-	greeting, _, err := readMsg(s, 0)
+	greeting, _, err := readMsg(s, 0, &t.closer)
 	if err != nil {
 		return zero, err
 	}
@@ -298,7 +303,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	if err != nil {
 		return zero, fmt.Errorf("shm: handshake: %w", err)
 	}
-	reply, fds, err := readMsg(s, 2)
+	reply, fds, err := readMsg(s, 2, &t.closer)
 	if err != nil {
 		return zero, err
 	}
@@ -306,11 +311,11 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	status, _, err := parseReply(reply)
 	peer, aerr := listenerAddr(path)
 	if err != nil || aerr != nil || status == statusFull || (status == statusOK) != (len(fds) == 2) {
-		closeAll(fds)
+		t.closer.fd(fds...)
 		return zero, errHandshake
 	}
 	if status == statusDuplicate {
-		closeAll(fds)
+		t.closer.fd(fds...)
 		t.mu.Lock()
 		live := t.liveLocked(peer)
 		t.mu.Unlock()
@@ -321,22 +326,22 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return peer, nil
 	}
 	if err := checkBell(fds[0]); err != nil {
-		closeAll(fds)
+		t.closer.fd(fds...)
 		return zero, err
 	}
 	peerMem, err = mapPeer(fds[1], t.ringSize)
-	unix.Close(fds[1])
 	if err != nil {
-		unix.Close(fds[0])
+		t.closer.fd(fds...) // fds[1] may be anything but a memfd
 		return zero, err
 	}
+	unix.Close(fds[1]) // a sealed memfd: its release cannot block
 	s.SetDeadline(time.Time{})
 	c := newConn(peer, s, mem, peerMem, t.ringSize, fds[0])
 	if cred, err := peerCred(s); err == nil { // whoever called listen on the socket we reached
 		c.listenPid = cred.Pid
 	}
 	if err := t.register(c, false); err != nil {
-		c.unmap() // the bell, and the memory, which the deferred cleanup then skips
+		c.unmap(&t.closer) // the bell, and the memory, which the deferred cleanup then skips
 		mem, peerMem = nil, nil
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
 			t.remember(path, peer)
@@ -358,7 +363,8 @@ func (t *Transport) remember(path string, peer netip.AddrPort) {
 
 // refuse answers a connection beyond MaxPeers with a "full" greeting and
 // closes it. The send cannot block the accept loop: MSG_DONTWAIT, into a
-// socket nobody has written to yet.
+// socket nobody has written to yet. The close goes to the closer: the
+// connector may have sent descriptors before the greeting.
 func (t *Transport) refuse(s *net.UnixConn) {
 	b := listenerMsg(statusFull, t.local)
 	if rc, err := s.SyscallConn(); err == nil {
@@ -367,7 +373,8 @@ func (t *Transport) refuse(s *net.UnixConn) {
 			return true
 		})
 	}
-	s.Close()
+	shutdown(s)
+	t.closer.sock(s)
 }
 
 // accept runs the listening side of the handshake on a new connection. It
@@ -378,11 +385,11 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, t.local), nil, nil); err != nil {
 		return fmt.Errorf("shm: handshake: %w", err)
 	}
-	hello, fds, err := readMsg(s, 2)
+	hello, fds, err := readMsg(s, 2, &t.closer)
 	if err != nil {
 		return err
 	}
-	defer func() { closeAll(fds) }() // the memfd, and the bell unless a connection took it
+	defer func() { t.closer.fd(fds...) }() // the memfd, and the bell unless a connection took it
 	if len(fds) != 2 {
 		return errHandshake
 	}
@@ -431,7 +438,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	fds = fds[:1] // c owns the peer's bell
 	if err := t.register(c, true); err != nil {
 		t.unwatch(c)
-		c.unmap()
+		c.unmap(&t.closer)
 		if errors.Is(err, errDuplicate) {
 			s.WriteMsgUnix(listenerMsg(statusDuplicate, peer), nil, nil)
 		}
@@ -440,11 +447,11 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	if c.claimedPath != "" && claimedDirs.gen(sock) != gen {
 		t.recheckDir(filepath.Dir(sock), filepath.Base(sock), true) // something changed there since the check
 	}
-	// From here the watcher owns s: a failed reply closes it and the
+	// From here the watcher owns s: a failed reply shuts it down and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
 	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, peer), unix.UnixRights(bell, memFD), nil); err != nil {
-		s.Close()
+		shutdown(s)
 	}
 	return nil
 }

@@ -864,3 +864,9 @@ func TestHalfOpenHandshake(t *testing.T) {
 	waitConns(t, tr, 0)
 	checkEcho(t, path)
 }
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+}

@@ -173,7 +173,7 @@ func fakeClaimedConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32, c
 	if err := tr.register(c, false); err != nil {
 		tr.unwatch(c)
 		c.sock.Close()
-		c.unmap()
+		c.unmap(&tr.closer)
 		return nil, err
 	}
 	return c, nil

@@ -50,8 +50,23 @@
 // counted, an empty one as its 16-byte header; the budget is checked before
 // each record, so only a turn's first record, with the pad before it, may
 // take more), hand the engine a datagram longer than 256 KiB (a record
-// longer than that, or a pad longer than a record, is a garbled ring), or
-// take another process's address.
+// longer than that, or a pad longer than a record, is a garbled ring),
+// block a goroutine of ours through a descriptor it passes, or take
+// another process's address.
+//
+// Closing a descriptor a peer passed (or a unix socket whose queue holds
+// some: a bell, our end of a connection's socket, a refused or failed
+// handshake's socket) can block for as long as the peer likes: the release
+// of a descriptor in flight, a TCP socket with SO_LINGER and unsent data
+// say, waits in the closing thread. So the loop, the accept loop, the
+// watchers, the handshakes and Close never close one: they hand it to the
+// transport's closer goroutine (closer_linux.go), and a close blocked by a
+// peer may outlive Close while that peer lingers. Past a bound of
+// descriptors waiting for the closer (4 x MaxPeers + 256) the transport
+// accepts no connector and drops a connection whose peer keeps sending
+// descriptors. After the handshake a connection's socket refuses
+// descriptors (SO_PASSRIGHTS off, Linux 6.16 and later; on older kernels
+// the watcher hands whatever arrives to the closer).
 //
 // Identity comes from the kernel, never from a claim. A connector knows
 // the listener by the path it dialed. A listener knows a connector by the
