@@ -62,9 +62,12 @@ import (
 //     each read once) and that the bell is a unix datagram socket. It
 //     takes the claimed address only if the kernel vouches for it, else it
 //     assigns one (identity_linux.go). It answers: status (0 ok, 1 already
-//     connected to that peer), the address it knows the connector by, with
-//     [its own fresh bell socket, its memfd of the same size], which the
-//     connector checks the same way.
+//     connected to that peer), the address it knows the connector by, and
+//     the size L of its own ring (at byte 40): the larger of R and its own
+//     RingSize, so that each side's ring carries its MaxDatagram, which
+//     the engine sends to every peer alike. With it go [its own fresh bell
+//     socket, its memfd of that size], which the connector checks the same
+//     way (L a power of two, at least R).
 //
 // The addresses in the greeting and the reply are information only: the
 // connector knows the listener by the path it dialed.
@@ -84,8 +87,9 @@ const (
 	hdrRing   = 8
 	hdrHead   = 384
 	hdrSleep  = 768
-	memMagic  = 0x356d687363707265 // "erpcshm5": each side's memory its own, sealed against writes of others
+	memMagic  = 0x366d687363707265 // "erpcshm6": each side's memory its own, sealed against writes of others; each side's ring sized for its MaxDatagram
 	helloSize = 64
+	replyRing = 40 // where the listener's reply holds the size of its ring
 
 	statusOK        = 0
 	statusDuplicate = 1
@@ -126,12 +130,12 @@ func atomicU64(b []byte, off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b[off]))
 }
 
-// newConn makes a connection over our memory mem and the peer's peerMem,
-// pageSize+ring bytes each (ring as validated in the handshake: the
-// header's copy is never read again); it owns peerBell.
-func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerMem []byte, ring int, peerBell int) *conn {
-	size := pageSize + ring
-	mem, peerMem = mem[:size:size], peerMem[:size:size]
+// newConn makes a connection over our memory mem, pageSize+outRing bytes,
+// and the peer's peerMem, pageSize+inRing (the sizes as validated in the
+// handshake: the headers' copies are never read again); it owns peerBell.
+func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerMem []byte, outRing, inRing int, peerBell int) *conn {
+	size, peerSize := pageSize+outRing, pageSize+inRing
+	mem, peerMem = mem[:size:size], peerMem[:peerSize:peerSize]
 	c := &conn{sock: sock, mem: mem, peerMem: peerMem, peerBell: peerBell}
 	c.addr.Store(&peer)
 	c.out = newProducer(atomicU64(peerMem, hdrHead), mem[pageSize:])
@@ -329,14 +333,21 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		t.closer.fd(fds...)
 		return zero, err
 	}
-	peerMem, err = mapPeer(fds[1], t.ringSize)
+	// The listener's ring: at least ours, so that it carries the
+	// listener's MaxDatagram too (its RingSize may be larger than ours).
+	peerRing := binary.LittleEndian.Uint64(reply[replyRing:])
+	if peerRing < uint64(t.ringSize) || peerRing > maxRingSize || peerRing&(peerRing-1) != 0 {
+		t.closer.fd(fds...)
+		return zero, errHandshake
+	}
+	peerMem, err = mapPeer(fds[1], int(peerRing))
 	if err != nil {
 		t.closer.fd(fds...) // fds[1] may be anything but a memfd
 		return zero, err
 	}
 	unix.Close(fds[1]) // a sealed memfd: its release cannot block
 	s.SetDeadline(time.Time{})
-	c := newConn(peer, s, mem, peerMem, t.ringSize, fds[0])
+	c := newConn(peer, s, mem, peerMem, t.ringSize, int(peerRing), fds[0])
 	if cred, err := peerCred(s); err == nil { // whoever called listen on the socket we reached
 		c.listenPid = cred.Pid
 	}
@@ -415,7 +426,12 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	defer unix.Close(bell)
-	memFD, mem, err := createShared(ring)
+	// Our ring is the larger of the connector's choice and our own
+	// RingSize, so that it carries our MaxDatagram (RingSize/16), which
+	// the engine sends to every peer alike: a connector's small ring
+	// must not hold a datagram of ours forever.
+	outRing := max(ring, t.ringSize)
+	memFD, mem, err := createShared(outRing)
 	if err != nil {
 		unix.Munmap(peerMem)
 		return err
@@ -429,7 +445,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		unix.Munmap(mem)
 		return err
 	}
-	c := newConn(peer, s, mem, peerMem, ring, fds[1])
+	c := newConn(peer, s, mem, peerMem, outRing, ring, fds[1])
 	if kind, _, _ := addrKind(peer); verified && kind == kindListener {
 		// The process listening at sock, checked just now; its directory
 		// is watched from before the check (identity_watch_linux.go).
@@ -450,7 +466,9 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	// From here the watcher owns s: a failed reply shuts it down and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
-	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, peer), unix.UnixRights(bell, memFD), nil); err != nil {
+	reply := listenerMsg(statusOK, peer)
+	binary.LittleEndian.PutUint64(reply[replyRing:], uint64(outRing))
+	if _, _, err := s.WriteMsgUnix(reply, unix.UnixRights(bell, memFD), nil); err != nil {
 		shutdown(s)
 	}
 	return nil

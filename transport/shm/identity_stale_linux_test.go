@@ -162,7 +162,7 @@ func fakeClaimedConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32, c
 			t.Fatal(err)
 		}
 	}
-	c := newConn(a, fc.(*net.UnixConn), mems[0], mems[1], minRingSize, -1)
+	c := newConn(a, fc.(*net.UnixConn), mems[0], mems[1], minRingSize, minRingSize, -1)
 	c.listenPid = pid
 	if claimed != "" {
 		if _, err := claimedDirs.add(tr, claimed); err != nil {

@@ -174,9 +174,12 @@ const DefaultRingSize = 8 << 20
 
 // Options tunes a shared-memory transport; the zero value is the default.
 type Options struct {
-	// RingSize is the byte size of each direction's ring in the connections
-	// this transport opens (the connecting side chooses). It is rounded up
-	// to a power of two between 64 KiB and 1 GiB (512 MiB on 32-bit systems). Default DefaultRingSize.
+	// RingSize is the byte size of the rings in the connections this
+	// transport opens (the connecting side chooses the size of both; a
+	// listener makes its own ring, the one it writes, the larger of that
+	// and its own RingSize, so that every ring carries its writer's
+	// MaxDatagram). It is rounded up to a power of two between 64 KiB and
+	// 1 GiB (512 MiB on 32-bit systems). Default DefaultRingSize.
 	// MaxDatagram is RingSize/16, at most 256 KiB.
 	RingSize int
 
