@@ -21,7 +21,9 @@ import (
 // than 32 MiB. (A reused spare of 256 KiB, counted as its datagram's 1
 // byte, makes it worse still.)
 func TestReviewBacklogMemoryOfSmallDatagrams(t *testing.T) {
-	tr, path := hostileListener(t, Options{})
+	// A small ring of the listener's (its ring to the peer is the larger
+	// of the peer's and its own): the datagrams must go to the backlog.
+	tr, path := hostileListener(t, Options{RingSize: minRingSize})
 	p, st, err := rawDial(path, minRingSize, rawOpts{bell: -1, seals: sealsNeeded})
 	if p == nil {
 		t.Fatalf("hostile handshake: %s %v", st, err)
@@ -47,6 +49,9 @@ func TestReviewBacklogMemoryOfSmallDatagrams(t *testing.T) {
 	held := 0
 	for _, d := range c.backlog.q[c.backlog.head:] {
 		held += cap(d) + 24 // the buffer and its slice header in q
+	}
+	if tr.Stats().Backlogged == 0 {
+		t.Fatal("nothing went to the backlog")
 	}
 	t.Logf("counted backlog %d bytes (bound %d), dropped %d, buffers held %d bytes, heap grew %d bytes",
 		c.backlog.bytes, maxConnBacklog, tr.Stats().Dropped, held, int64(after.HeapAlloc)-int64(before.HeapAlloc))

@@ -34,8 +34,8 @@
 // What a local peer can and cannot do. Through its own connections it can
 // send any datagrams (empty ones too: the engine drops and counts the
 // malformed ones), garble its ring (the connection is dropped), stop reading
-// (what we send it waits in its connection's backlog, at most 32 MiB, then
-// is dropped), delay its own wake-ups, hold MaxPeers connections and
+// (what we send it waits in its connection's backlog, at most 32 MiB of
+// memory, buffers and queue entries counted, then is dropped), delay its own wake-ups, hold MaxPeers connections and
 // handshakes, and make its own handshakes fail. It cannot make us map memory
 // that can shrink under us, stall us through its memory (no hole can be
 // punched in it, nor in ours), write into our memory, make a write of ours
