@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -10,7 +11,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +28,15 @@ import (
 // kernel vouches for it:
 //
 //   - a client address (fd65:7368:1::/48) holds its process's pid in bytes
-//     6 to 9: it is taken if that is the connector's pid;
+//     6 to 9 and the low 32 bits of the process's start time (in clock
+//     ticks since boot, /proc/<pid>/stat) in bytes 10 to 13: it is taken
+//     if that is the connector's pid and the start time of the process
+//     that has that pid now. A process that gets a dead client's pid
+//     started later, so it cannot take the dead client's address, unless
+//     it started in the same clock tick (10 ms: the client must have lived
+//     less than that, and the pid come free and been taken within it) or
+//     a multiple of 2^32 ticks later (497 days at 100 Hz);
+//     bytes 14 and 15 tell apart the client transports of one process;
 //   - a listener address (fd65:7368:0::/48) comes with the absolute path of
 //     the connector's listening socket: it is taken if it is that path's
 //     address, the socket file belongs to the connector's user, and the
@@ -36,7 +47,9 @@ import (
 // outside our pid namespace; a listening socket we cannot reach), gets an
 // address the listener assigns: fd65:7368:2::/48, the connector's pid and
 // a counter of the listener's, never given twice. So no process can be
-// taken for another: their pids differ, and an assigned address is unique.
+// taken for another: live processes' pids differ, a dead one's pid taken
+// by another comes with another start time, and an assigned address is
+// unique.
 
 // Address prefixes: bytes 4 and 5 of fd65:7368:X::.
 const (
@@ -66,12 +79,55 @@ func addrKind(a netip.AddrPort) (kind byte, pid uint32, ok bool) {
 	return b[5], binary.BigEndian.Uint32(b[6:]), true
 }
 
-// clientAddr is a fresh address for a client-only transport: our pid and
-// 48 random bits.
+// clientAddr is a fresh address for a client-only transport: our pid, our
+// start time's low 32 bits (what a listener checks) and 16 bits of a
+// counter of the process's, from a random start.
 func clientAddr() netip.AddrPort {
-	var r [8]byte
+	pid := os.Getpid()
+	start, _ := startTime(int32(pid)) // 0 if unknown: no listener will vouch for it
+	return shmAddr(kindClient, uint32(pid), uint64(start)<<16|uint64(uint16(clientSeq.Add(1))))
+}
+
+var clientSeq = func() *atomic.Uint32 {
+	var r [4]byte
 	rand.Read(r[:])
-	return shmAddr(kindClient, uint32(os.Getpid()), binary.LittleEndian.Uint64(r[:])&(1<<48-1))
+	var n atomic.Uint32
+	n.Store(binary.LittleEndian.Uint32(r[:]))
+	return &n
+}()
+
+// startTime returns the low 32 bits of the start time of the process with
+// pid, in clock ticks since boot (field 22 of /proc/<pid>/stat).
+func startTime(pid int32) (uint32, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold anything but this
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:])) // from field 3, the state
+	if len(f) < 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// clientOf reports whether a client address names the process pid: its
+// pid, and its start time (so not a dead process whose pid it got).
+func clientOf(a netip.AddrPort, pid int32) bool {
+	kind, p, ok := addrKind(a)
+	if !ok || kind != kindClient || p != uint32(pid) {
+		return false
+	}
+	b := a.Addr().As16()
+	start, ok := startTime(pid)
+	return ok && binary.BigEndian.Uint32(b[10:]) == start
 }
 
 // peerCred returns the credentials of the process at the other end of s,
@@ -140,7 +196,9 @@ func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock s
 		switch kind, pid, ok := addrKind(claim); {
 		case !ok:
 		case kind == kindClient && pid == uint32(cred.Pid):
-			return claim, true, 0, nil
+			if clientOf(claim, cred.Pid) {
+				return claim, true, 0, nil
+			}
 		case kind == kindListener && sock != "" && validSockPath(sock):
 			if a, err := listenerAddr(sock); err != nil || a != claim {
 				break

@@ -52,7 +52,10 @@ func TestReviewPidReuseHelper(t *testing.T) {
 // it through ns_last_pid, as root) claims the dead client's address and
 // gets it: its datagrams arrive from the other process's address. ("No
 // process can be taken for another: their pids differ" holds only among
-// live processes.)
+// live processes.) Fixed: a client address also holds its process's start
+// time in clock ticks, which the listener checks (/proc/<pid>/stat); the
+// claimer, started in a later tick, is known by an assigned address
+// (counted in Unverified).
 func TestReviewClientAddressAfterPidReuse(t *testing.T) {
 	v, pathV := hostileListener(t, Options{})
 	c := startHelperProcess(t, "TestReviewPidReuseHelper", pidReuseEnv+"=client|"+pathV)
@@ -64,6 +67,10 @@ func TestReviewClientAddressAfterPidReuse(t *testing.T) {
 	}
 	v.GonePeers(nil)
 	c.cmd.Wait() // reaped: its pid is free
+	// Start times are in clock ticks (10 ms): a process that gets the pid
+	// in the very tick the client started in would pass for it (the
+	// documented boundary). Start the claimer in a later one.
+	time.Sleep(20 * time.Millisecond)
 	var h *hostile
 	for range 20 {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pc-1)), 0); err != nil {
@@ -85,5 +92,8 @@ func TestReviewClientAddressAfterPidReuse(t *testing.T) {
 		if c := v.snap.Load().byAddr[want]; c != nil {
 			t.Fatalf("process %d (the dead client's pid, reused) is known by the dead client's address %v", h.cmd.Process.Pid, want)
 		}
+	}
+	if st := v.Stats(); st.Unverified != 1 || st.Peers != 1 {
+		t.Fatalf("the claimer should be connected and known by an assigned address: %+v", st)
 	}
 }

@@ -142,7 +142,10 @@
 // the absolute path of its socket (fd65:7368:0:: plus 80 bits of its
 // SHA-256), so a server restarted on the same path keeps its address and
 // sessions to it reconnect; a client-only transport's address is
-// fd65:7368:1:: with its process's pid (32 bits) and 48 random bits. An
+// fd65:7368:1:: with its process's pid (32 bits), the low 32 bits of its
+// process's start time in clock ticks (which a listener checks, so a
+// process that gets a dead client's pid later cannot take its address;
+// identity_linux.go) and 16 bits of a counter of the process's. An
 // address a listener assigns is fd65:7368:2:: with the connector's pid
 // (as the listener's pid namespace sees it) and a counter of the
 // listener's: unique for its life. The port is always 1.
