@@ -249,11 +249,14 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, net.ErrClosed
 	}
 	defer t.release()
+	w := t.watchDialed(path) // before the connect: a change after it is seen
 	s, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 	if err != nil {
+		w.drop(t)
 		return zero, fmt.Errorf("shm: %w", err)
 	}
 	if !t.trackHandshake(s, true) {
+		w.drop(t)
 		t.closer.sock(s) // the listener may have sent descriptors already
 		return zero, net.ErrClosed
 	}
@@ -264,6 +267,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	defer func() {
 		t.trackHandshake(s, false)
 		if !ok {
+			w.drop(t)
 			t.closer.sock(s) // its queue may hold the listener's descriptors
 			for _, m := range [][]byte{mem, peerMem} {
 				if m != nil {
@@ -348,8 +352,12 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	unix.Close(fds[1]) // a sealed memfd: its release cannot block
 	s.SetDeadline(time.Time{})
 	c := newConn(peer, s, mem, peerMem, t.ringSize, int(peerRing), fds[0])
-	if cred, err := peerCred(s); err == nil { // whoever called listen on the socket we reached
+	cred, cerr := peerCred(s) // whoever called listen on the socket we reached
+	if cerr == nil {
 		c.listenPid = cred.Pid
+		if w.ok && cred.Pid > 0 {
+			c.claimedPath, c.claimedUid = w.path, cred.Uid // its directory is watched
+		}
 	}
 	if err := t.register(c, false); err != nil {
 		c.unmap(&t.closer) // the bell, and the memory, which the deferred cleanup then skips
@@ -361,6 +369,11 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, err
 	}
 	ok = true
+	if c.claimedPath == "" {
+		w.drop(t)
+	} else if claimedDirs.gen(w.path) != w.gen {
+		t.recheckDir(filepath.Dir(w.path), filepath.Base(w.path), true) // something changed there since the connect
+	}
 	t.remember(path, peer)
 	return peer, nil
 }

@@ -322,3 +322,31 @@ func (t *Transport) resolved(path string) (netip.AddrPort, bool) {
 	t.revokeListener(a, pid)
 	return a, false
 }
+
+// dialWatch is the watch of a dialed path's directory, taken before the
+// connect: the connection it makes keeps the listener address of the path
+// only while the name there stays the same, like a claim we took
+// (identity_watch_linux.go), so a process that listened there, was dialed
+// and gave the path up loses the address as soon as the name goes.
+type dialWatch struct {
+	path string // absolute
+	gen  uint64
+	ok   bool
+}
+
+func (t *Transport) watchDialed(path string) *dialWatch {
+	abs, err := filepath.Abs(path)
+	if err != nil || !validSockPath(abs) {
+		return &dialWatch{}
+	}
+	gen, err := claimedDirs.add(t, abs)
+	return &dialWatch{path: abs, gen: gen, ok: err == nil}
+}
+
+// drop gives the watch up unless a connection took it (then unwatch does).
+func (w *dialWatch) drop(t *Transport) {
+	if w.ok {
+		claimedDirs.remove(t, w.path)
+		w.ok = false
+	}
+}

@@ -52,7 +52,9 @@ func TestReviewDialSquatHelper(t *testing.T) {
 // (an endpoint with an open session does not). And the re-check on Resolve
 // runs in a probe: with the maxProbes slots held (claims on a FUSE mount
 // that never answers), Resolve keeps the squatter's connection ("no
-// answer: keep it") and returns its address as the victim's.
+// answer: keep it") and returns its address as the victim's. Fixed: the
+// dialer watches the dialed path's directory (inotify) like a claimed
+// one's, and the connection loses the address when the name goes.
 func TestReviewDialedAddressKeptBySquatter(t *testing.T) {
 	shortHandshakes(t, 300*time.Millisecond)
 	v, pathV := hostileListener(t, Options{})
@@ -89,6 +91,10 @@ func TestReviewDialedAddressKeptBySquatter(t *testing.T) {
 	v.Send([]transport.Message{{To: a, Head: []byte("session")}})
 	if got("session") {
 		t.Errorf("the squatter, which no longer listens at %s, got what the dialer sent to that path's address %v, where the victim listens now", squat, a)
+	}
+
+	if st := v.Stats(); st.Revoked != 1 {
+		t.Errorf("the squatter's connection should have lost the path's address when the name went: %+v", st)
 	}
 
 	// Resolve names the path again, while a hostile connector holds

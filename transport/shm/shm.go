@@ -84,8 +84,8 @@
 // most 4 checks are in flight per transport; a claim beyond is not
 // vouched for. A listener address names whoever listens at its path,
 // and that can change hands, so it is checked again whenever it may have:
-// when the name changes in the directory of a claimed path (the listener
-// watches it with inotify), when another connection comes to be known by
+// when the name changes in the directory of a claimed or dialed path (the
+// listener, and the connector, watch it with inotify), when another connection comes to be known by
 // the same address (the kernel vouching for it just then: only one socket
 // is bound at a path, so the older one's process listens there no more,
 // and one whose process still listens there is never displaced), and when
