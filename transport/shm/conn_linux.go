@@ -119,8 +119,9 @@ type conn struct {
 	// the process that the kernel said listens at that address's path
 	// when the connection was made (0 for other peers): see supersedes.
 	listenPid   int32
-	claimedPath string // for a listener address taken from a claim: its socket, whose directory is watched
+	claimedPath string // for a listener address taken from a claim (or dialed): its socket, whose directory is watched
 	claimedUid  uint32 // and the connector's user
+	peerStart   uint32 // for a connector known by an assigned address: its process's start time (adoptDuplicate)
 }
 
 // peer is the address the peer is known by.
@@ -324,10 +325,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	}
 	if status == statusDuplicate {
 		t.closer.fd(fds...)
-		t.mu.Lock()
-		live := t.liveLocked(peer)
-		t.mu.Unlock()
-		if live == nil {
+		if !t.adoptDuplicate(s, peer, w) {
 			return zero, errDuplicate
 		}
 		t.remember(path, peer)
@@ -463,6 +461,9 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		// The process listening at sock, checked just now; its directory
 		// is watched from before the check (identity_watch_linux.go).
 		c.listenPid, c.claimedPath, c.claimedUid = cred.Pid, sock, cred.Uid
+	}
+	if !verified {
+		c.peerStart, _ = startTime(cred.Pid)
 	}
 	fds = fds[:1] // c owns the peer's bell
 	if err := t.register(c, true); err != nil {

@@ -350,3 +350,49 @@ func (w *dialWatch) drop(t *Transport) {
 		w.ok = false
 	}
 }
+
+// adoptDuplicate handles a "duplicate" answer to our dial of a path: the
+// listener there has an open connection to us. If we know that connection
+// by its listener address, that is the peer. If we know it by an address
+// we assigned (its claim went unchecked: the probe slots were full), the
+// dial itself vouches for it now: the kernel says which process listens
+// at the path (SO_PEERCRED of our socket), and if that is the process
+// that made the connection (its pid and start time), the connection takes
+// the path's listener address, with the path's directory watched (w). It
+// reports whether a connection is known by peer now.
+func (t *Transport) adoptDuplicate(s *net.UnixConn, peer netip.AddrPort, w *dialWatch) bool {
+	t.mu.Lock()
+	live := t.liveLocked(peer)
+	t.mu.Unlock()
+	if live != nil {
+		return true
+	}
+	cred, err := peerCred(s)
+	if err != nil || cred.Pid <= 0 {
+		return false
+	}
+	start, ok := startTime(cred.Pid)
+	if !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() || t.liveLocked(peer) != nil {
+		return !t.closed.Load()
+	}
+	for _, c := range t.conns {
+		kind, pid, _ := addrKind(c.peer())
+		if c.dead.Load() || kind != kindAssigned || pid != uint32(cred.Pid) || c.peerStart != start || c.claimedPath != "" {
+			continue
+		}
+		c.addr.Store(&peer)
+		c.listenPid = cred.Pid
+		if w.ok {
+			c.claimedPath, c.claimedUid = w.path, cred.Uid
+			w.ok = false // c holds the watch now: unwatch drops it
+		}
+		t.publishLocked()
+		return true
+	}
+	return false
+}

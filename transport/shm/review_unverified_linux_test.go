@@ -17,6 +17,9 @@ import (
 // own connection to V known by the same address and answers "duplicate",
 // and V, which has no connection known by S's listener address, fails
 // Resolve with errDuplicate. One peer thus denies V all calls to S.
+// Fixed (adoptDuplicate): the dial vouches for S (SO_PEERCRED of the
+// socket to S's path: S's pid and start time are those of the connection
+// V knows by an assigned address), which then takes S's address.
 func TestReviewUnverifiedListenerUnreachable(t *testing.T) {
 	shortHandshakes(t, 300*time.Millisecond)
 	v, path := hostileListener(t, Options{})
@@ -45,5 +48,8 @@ func TestReviewUnverifiedListenerUnreachable(t *testing.T) {
 	}
 	if a != s.LocalAddr() {
 		t.Fatalf("V resolved S as %v, want %v", a, s.LocalAddr())
+	}
+	if c := v.snap.Load().byAddr[a]; c == nil || c.claimedPath == "" {
+		t.Fatalf("V has no connection known by S's address, with S's path watched, after Resolve")
 	}
 }

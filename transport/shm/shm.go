@@ -76,7 +76,9 @@
 // socket file of the connector's user that the connector's process listens
 // on (checked by connecting to it once, and closing). Any other connector
 // is known by an address the listener assigns (counted in
-// Stats.Unverified). That check looks up a path the connector chose, which
+// Stats.Unverified), until it dials a path where the kernel says that
+// connector's process (pid and start time) listens: then the connection
+// takes that path's address (a second connection would be a duplicate). That check looks up a path the connector chose, which
 // may lie on a file system that never answers (FUSE): it runs in a
 // goroutine of its own, which the handshake waits for only until its
 // deadline (then the handshake fails) and Close not at all; a check that
