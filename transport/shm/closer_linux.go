@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -107,12 +108,25 @@ var useSoPassRights = true
 // refuseRights stops a connection's socket from accepting descriptors,
 // where the kernel supports it; elsewhere the watcher drains them into the
 // closer.
-func refuseRights(s *net.UnixConn) {
+func refuseRights(s *net.UnixConn) { passRights(s, false) }
+
+// passRights sets SO_PASSRIGHTS on a socket, where the kernel has it.
+func passRights(s syscall.Conn, on bool) {
 	if !useSoPassRights {
 		return
 	}
 	if rc, err := s.SyscallConn(); err == nil {
-		rc.Control(func(fd uintptr) { unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, soPassRights, 0) })
+		rc.Control(func(fd uintptr) { setPassRights(int(fd), on) })
+	}
+}
+
+func setPassRights(fd int, on bool) {
+	if useSoPassRights {
+		v := 0
+		if on {
+			v = 1
+		}
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, soPassRights, v)
 	}
 }
 

@@ -404,6 +404,7 @@ func (t *Transport) refuse(s *net.UnixConn) {
 func (t *Transport) accept(s *net.UnixConn) error {
 	deadline := time.Now().Add(handshakeTimeout)
 	s.SetDeadline(deadline)
+	passRights(s, true) // off on the listening socket: the hello carries two
 	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, t.local), nil, nil); err != nil {
 		return fmt.Errorf("shm: handshake: %w", err)
 	}

@@ -166,6 +166,9 @@ func listeningCred(path string, uid int64) (*unix.Ucred, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	// The process listening there may be anyone's: it must not queue
+	// descriptors for us, whose release would hold this close.
+	setPassRights(fd, false)
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
 		return nil, err
 	}

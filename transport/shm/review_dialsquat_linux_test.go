@@ -87,6 +87,12 @@ func TestReviewDialedAddressKeptBySquatter(t *testing.T) {
 		}
 	}
 
+	// The dialer's watch revokes the squatter's connection when its
+	// watcher goroutine reads the unlink (asynchronously: a datagram sent
+	// in between still reaches the squatter, the documented window).
+	for end := time.Now().Add(2 * time.Second); v.Stats().Revoked == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
 	// An open session keeps sending to the address it resolved.
 	v.Send([]transport.Message{{To: a, Head: []byte("session")}})
 	if got("session") {

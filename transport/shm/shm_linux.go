@@ -209,6 +209,11 @@ func listenUnix(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("shm: %w", err)
 	}
 	ln.SetUnlinkOnClose(true)
+	// Connections inherit this: no connector can queue descriptors before
+	// its handshake starts (accept turns it on), so neither the refusal of
+	// one nor the close of the listening socket with connections not yet
+	// accepted releases any (closer_linux.go).
+	passRights(ln, false)
 	return ln, nil
 }
 
