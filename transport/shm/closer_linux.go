@@ -98,6 +98,16 @@ func shutdown(s *net.UnixConn) {
 	}
 }
 
+// shutdown shuts the connection's socket down unless the watcher has
+// handed it to the closer.
+func (c *conn) shutdown() {
+	c.sockMu.Lock()
+	defer c.sockMu.Unlock()
+	if !c.sockGone {
+		shutdown(c.sock)
+	}
+}
+
 // soPassRights is SO_PASSRIGHTS (Linux 6.16): off, the kernel refuses
 // (EPERM) to queue descriptors for the socket.
 const soPassRights = 83

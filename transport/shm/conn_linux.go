@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -114,6 +115,12 @@ type conn struct {
 	in           consumer
 	backlog      backlog // datagrams waiting for room in out (the loop's)
 	dead         atomic.Bool
+
+	// sockMu orders shutdowns of sock by others (the loop, Close) before
+	// the watcher hands it to the closer: a shutdown in progress holds a
+	// reference, and would make the close its own (closer_linux.go).
+	sockMu   sync.Mutex
+	sockGone bool // handed to the closer
 
 	// listenPid is, for a peer known by a listener address, the pid of
 	// the process that the kernel said listens at that address's path
@@ -484,7 +491,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	reply := listenerMsg(statusOK, peer)
 	binary.LittleEndian.PutUint64(reply[replyRing:], uint64(outRing))
 	if _, _, err := s.WriteMsgUnix(reply, unix.UnixRights(bell, memFD), nil); err != nil {
-		shutdown(s)
+		c.shutdown()
 	}
 	return nil
 }

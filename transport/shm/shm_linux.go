@@ -299,7 +299,7 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		}
 		if err := c.in.end(); err != nil {
 			t.corrupt.Add(1)
-			shutdown(c.sock) // the watcher reports the peer gone
+			c.shutdown() // the watcher reports the peer gone
 		}
 	}
 	return n, nil
@@ -593,7 +593,7 @@ func (t *Transport) Close() error {
 	}
 	t.mu.Lock()
 	for _, c := range t.conns {
-		shutdown(c.sock) // the watcher hands it to the closer
+		c.shutdown() // the watcher hands it to the closer
 	}
 	for s := range t.handshakes {
 		shutdown(s) // its goroutine hands it to the closer
@@ -703,6 +703,9 @@ func (t *Transport) watch(c *conn) {
 			}
 		}
 	}
+	c.sockMu.Lock()
+	c.sockGone = true // no shutdown of others' from here on
+	c.sockMu.Unlock()
 	t.closer.sock(c.sock) // its queue may still hold descriptors
 	c.dead.Store(true)
 	t.gone.Store(true)
