@@ -81,7 +81,9 @@ func TestHostileBacklogStarvesHonest(t *testing.T) {
 // which reads now and then (its ring fills between: asserted), and whose
 // backlog stays smaller than theirs, gets every datagram in order.
 func TestHostileBacklogsShareFairly(t *testing.T) {
-	tr, path := hostileListener(t, Options{})
+	// A small ring of the listener's (its ring to each peer is the larger
+	// of the peer's and its own), so that the honest peer's fills.
+	tr, path := hostileListener(t, Options{RingSize: 128 << 10})
 	const stopped = 3
 	for range stopped {
 		p, st, err := rawDial(path, minRingSize, rawOpts{bell: -1, seals: sealsNeeded})

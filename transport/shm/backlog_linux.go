@@ -20,6 +20,9 @@ import (
 // socket) could make its backlog grow with new sessions and requests, so
 // backlogs are bounded: each connection's at maxConnBacklog bytes (a
 // datagram beyond is dropped and counted), all together at maxBacklog.
+// The bytes counted are those held: each datagram's buffer (its capacity,
+// at least minBacklogBuf) and its entry in the queue (backlogEntry), so a
+// flood of tiny datagrams is bounded by memory, not by datagram bytes.
 // When a datagram does not fit in the total, room is made by dropping the
 // newest datagrams of the largest backlog, unless the datagram's own
 // connection has the largest: then the datagram is dropped. So one
@@ -34,10 +37,16 @@ const (
 	backlogRetry   = 100 * time.Microsecond
 	maxBacklog     = 64 << 20
 	maxConnBacklog = maxBacklog / 2
+
+	minBacklogBuf = 256 // the smallest buffer a datagram is copied into
+	backlogEntry  = 24  // a queue entry: the buffer's slice header
 )
 
+// held is what a queued buffer costs against the bounds.
+func held(buf []byte) int { return cap(buf) + backlogEntry }
+
 // backlog is a connection's queue of datagrams waiting for ring space,
-// owned by the event loop: q[head:] in order, bytes long.
+// owned by the event loop: q[head:] in order, holding bytes (see held).
 type backlog struct {
 	q     [][]byte
 	head  int
@@ -50,23 +59,32 @@ func (b *backlog) empty() bool { return b.head == len(b.q) }
 // (see maxBacklog).
 func (t *Transport) queueBacklog(c *conn, m *transport.Message) {
 	n := m.Len()
-	if c.backlog.bytes+n > maxConnBacklog || !t.makeBacklogRoom(c, n) {
+	size := max(n, minBacklogBuf)
+	// A spare is reused only if it is not much larger than needed: it
+	// counts at its capacity.
+	k := len(t.spare)
+	reuse := k > 0 && cap(t.spare[k-1]) >= n && cap(t.spare[k-1]) <= 2*size
+	if reuse {
+		size = cap(t.spare[k-1])
+	}
+	cost := size + backlogEntry
+	if c.backlog.bytes+cost > maxConnBacklog || !t.makeBacklogRoom(c, cost) {
 		t.dropped.Add(1)
 		return
 	}
 	var buf []byte
-	if k := len(t.spare); k > 0 && cap(t.spare[k-1]) >= n {
+	if reuse {
 		buf, t.spare = t.spare[k-1][:0], t.spare[:k-1]
 	} else {
-		buf = make([]byte, 0, max(n, 256))
+		buf = make([]byte, 0, size)
 	}
 	buf = append(append(buf, m.Head...), m.Payload...)
 	if c.backlog.empty() {
 		t.backlogged++
 	}
 	c.backlog.q = append(c.backlog.q, buf)
-	c.backlog.bytes += n
-	t.backlogBytes += n
+	c.backlog.bytes += held(buf)
+	t.backlogBytes += held(buf)
 	t.backlogs.Add(1)
 }
 
@@ -95,8 +113,8 @@ func (t *Transport) dropNewest(c *conn) {
 	d := b.q[len(b.q)-1]
 	b.q[len(b.q)-1] = nil
 	b.q = b.q[:len(b.q)-1]
-	b.bytes -= len(d)
-	t.backlogBytes -= len(d)
+	b.bytes -= held(d)
+	t.backlogBytes -= held(d)
 	t.dropped.Add(1)
 	if len(t.spare) < 64 {
 		t.spare = append(t.spare, d[:0])
@@ -125,8 +143,8 @@ func (t *Transport) flush(c *conn) bool {
 		b.q[b.head] = nil
 		b.head++
 		moved = true
-		b.bytes -= len(d)
-		t.backlogBytes -= len(d)
+		b.bytes -= held(d)
+		t.backlogBytes -= held(d)
 		if len(t.spare) < 64 {
 			t.spare = append(t.spare, d[:0])
 		}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -62,9 +63,12 @@ import (
 //     each read once) and that the bell is a unix datagram socket. It
 //     takes the claimed address only if the kernel vouches for it, else it
 //     assigns one (identity_linux.go). It answers: status (0 ok, 1 already
-//     connected to that peer), the address it knows the connector by, with
-//     [its own fresh bell socket, its memfd of the same size], which the
-//     connector checks the same way.
+//     connected to that peer), the address it knows the connector by, and
+//     the size L of its own ring (at byte 40): the larger of R and its own
+//     RingSize, so that each side's ring carries its MaxDatagram, which
+//     the engine sends to every peer alike. With it go [its own fresh bell
+//     socket, its memfd of that size], which the connector checks the same
+//     way (L a power of two, at least R).
 //
 // The addresses in the greeting and the reply are information only: the
 // connector knows the listener by the path it dialed.
@@ -73,16 +77,20 @@ import (
 // passed to ring it (send, MSG_DONTWAIT): the memory lives as long as a
 // mapping does, and appears in no file system. The listener gives a
 // connection handshakeTimeout from its accept to step 3. After the
-// handshake the socket carries nothing; it only signals the peer's death
-// by closing.
+// handshake the socket carries nothing (and refuses descriptors where the
+// kernel can); it only signals the peer's death by closing. Every
+// descriptor a peer passed that is not a mapped memfd, and every socket
+// whose queue may hold one, is closed by the closer (closer_linux.go),
+// never by the goroutine that read it.
 const (
 	pageSize  = 4096
 	hdrMagic  = 0
 	hdrRing   = 8
 	hdrHead   = 384
 	hdrSleep  = 768
-	memMagic  = 0x356d687363707265 // "erpcshm5": each side's memory its own, sealed against writes of others
+	memMagic  = 0x366d687363707265 // "erpcshm6": each side's memory its own, sealed against writes of others; each side's ring sized for its MaxDatagram
 	helloSize = 64
+	replyRing = 40 // where the listener's reply holds the size of its ring
 
 	statusOK        = 0
 	statusDuplicate = 1
@@ -108,12 +116,19 @@ type conn struct {
 	backlog      backlog // datagrams waiting for room in out (the loop's)
 	dead         atomic.Bool
 
+	// sockMu orders shutdowns of sock by others (the loop, Close) before
+	// the watcher hands it to the closer: a shutdown in progress holds a
+	// reference, and would make the close its own (closer_linux.go).
+	sockMu   sync.Mutex
+	sockGone bool // handed to the closer
+
 	// listenPid is, for a peer known by a listener address, the pid of
 	// the process that the kernel said listens at that address's path
 	// when the connection was made (0 for other peers): see supersedes.
 	listenPid   int32
-	claimedPath string // for a listener address taken from a claim: its socket, whose directory is watched
+	claimedPath string // for a listener address taken from a claim (or dialed): its socket, whose directory is watched
 	claimedUid  uint32 // and the connector's user
+	peerStart   uint32 // for a connector known by an assigned address: its process's start time (adoptDuplicate)
 }
 
 // peer is the address the peer is known by.
@@ -123,12 +138,12 @@ func atomicU64(b []byte, off int) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&b[off]))
 }
 
-// newConn makes a connection over our memory mem and the peer's peerMem,
-// pageSize+ring bytes each (ring as validated in the handshake: the
-// header's copy is never read again); it owns peerBell.
-func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerMem []byte, ring int, peerBell int) *conn {
-	size := pageSize + ring
-	mem, peerMem = mem[:size:size], peerMem[:size:size]
+// newConn makes a connection over our memory mem, pageSize+outRing bytes,
+// and the peer's peerMem, pageSize+inRing (the sizes as validated in the
+// handshake: the headers' copies are never read again); it owns peerBell.
+func newConn(peer netip.AddrPort, sock *net.UnixConn, mem, peerMem []byte, outRing, inRing int, peerBell int) *conn {
+	size, peerSize := pageSize+outRing, pageSize+inRing
+	mem, peerMem = mem[:size:size], peerMem[:peerSize:peerSize]
 	c := &conn{sock: sock, mem: mem, peerMem: peerMem, peerBell: peerBell}
 	c.addr.Store(&peer)
 	c.out = newProducer(atomicU64(peerMem, hdrHead), mem[pageSize:])
@@ -157,7 +172,9 @@ func ring(bell int) {
 	unix.Sendto(bell, bellByte, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 }
 
-func (c *conn) unmap() {
+// unmap releases the connection's memory and hands the peer's bell to the
+// closer: its queue may hold descriptors whose release blocks.
+func (c *conn) unmap(k *closer) {
 	if c.mem != nil {
 		unix.Munmap(c.mem)
 		c.mem = nil
@@ -167,7 +184,7 @@ func (c *conn) unmap() {
 		c.peerMem = nil
 	}
 	if c.peerBell >= 0 {
-		unix.Close(c.peerBell)
+		k.fd(c.peerBell)
 		c.peerBell = -1
 	}
 }
@@ -240,12 +257,15 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, net.ErrClosed
 	}
 	defer t.release()
+	w := t.watchDialed(path) // before the connect: a change after it is seen
 	s, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: path, Net: "unixpacket"})
 	if err != nil {
+		w.drop(t)
 		return zero, fmt.Errorf("shm: %w", err)
 	}
 	if !t.trackHandshake(s, true) {
-		s.Close()
+		w.drop(t)
+		t.closer.sock(s) // the listener may have sent descriptors already
 		return zero, net.ErrClosed
 	}
 	var (
@@ -255,7 +275,8 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	defer func() {
 		t.trackHandshake(s, false)
 		if !ok {
-			s.Close()
+			w.drop(t)
+			t.closer.sock(s) // its queue may hold the listener's descriptors
 			for _, m := range [][]byte{mem, peerMem} {
 				if m != nil {
 					unix.Munmap(m)
@@ -264,7 +285,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		}
 	}()
 	s.SetDeadline(time.Now().Add(handshakeTimeout))
-	greeting, _, err := readMsg(s, 0)
+	greeting, _, err := readMsg(s, 0, &t.closer)
 	if err != nil {
 		return zero, err
 	}
@@ -298,7 +319,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	if err != nil {
 		return zero, fmt.Errorf("shm: handshake: %w", err)
 	}
-	reply, fds, err := readMsg(s, 2)
+	reply, fds, err := readMsg(s, 2, &t.closer)
 	if err != nil {
 		return zero, err
 	}
@@ -306,37 +327,45 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	status, _, err := parseReply(reply)
 	peer, aerr := listenerAddr(path)
 	if err != nil || aerr != nil || status == statusFull || (status == statusOK) != (len(fds) == 2) {
-		closeAll(fds)
+		t.closer.fd(fds...)
 		return zero, errHandshake
 	}
 	if status == statusDuplicate {
-		closeAll(fds)
-		t.mu.Lock()
-		live := t.liveLocked(peer)
-		t.mu.Unlock()
-		if live == nil {
+		t.closer.fd(fds...)
+		if !t.adoptDuplicate(s, peer, w) {
 			return zero, errDuplicate
 		}
 		t.remember(path, peer)
 		return peer, nil
 	}
 	if err := checkBell(fds[0]); err != nil {
-		closeAll(fds)
+		t.closer.fd(fds...)
 		return zero, err
 	}
-	peerMem, err = mapPeer(fds[1], t.ringSize)
-	unix.Close(fds[1])
+	// The listener's ring: at least ours, so that it carries the
+	// listener's MaxDatagram too (its RingSize may be larger than ours).
+	peerRing := binary.LittleEndian.Uint64(reply[replyRing:])
+	if peerRing < uint64(t.ringSize) || peerRing > maxRingSize || peerRing&(peerRing-1) != 0 {
+		t.closer.fd(fds...)
+		return zero, errHandshake
+	}
+	peerMem, err = mapPeer(fds[1], int(peerRing))
 	if err != nil {
-		unix.Close(fds[0])
+		t.closer.fd(fds...) // fds[1] may be anything but a memfd
 		return zero, err
 	}
+	unix.Close(fds[1]) // a sealed memfd: its release cannot block
 	s.SetDeadline(time.Time{})
-	c := newConn(peer, s, mem, peerMem, t.ringSize, fds[0])
-	if cred, err := peerCred(s); err == nil { // whoever called listen on the socket we reached
+	c := newConn(peer, s, mem, peerMem, t.ringSize, int(peerRing), fds[0])
+	cred, cerr := peerCred(s) // whoever called listen on the socket we reached
+	if cerr == nil {
 		c.listenPid = cred.Pid
+		if w.ok && cred.Pid > 0 {
+			c.claimedPath, c.claimedUid = w.path, cred.Uid // its directory is watched
+		}
 	}
 	if err := t.register(c, false); err != nil {
-		c.unmap() // the bell, and the memory, which the deferred cleanup then skips
+		c.unmap(&t.closer) // the bell, and the memory, which the deferred cleanup then skips
 		mem, peerMem = nil, nil
 		if errors.Is(err, errDuplicate) { // connected the other way meanwhile
 			t.remember(path, peer)
@@ -345,6 +374,11 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 		return zero, err
 	}
 	ok = true
+	if c.claimedPath == "" {
+		w.drop(t)
+	} else if claimedDirs.gen(w.path) != w.gen {
+		t.recheckDir(filepath.Dir(w.path), filepath.Base(w.path), true) // something changed there since the connect
+	}
 	t.remember(path, peer)
 	return peer, nil
 }
@@ -358,7 +392,8 @@ func (t *Transport) remember(path string, peer netip.AddrPort) {
 
 // refuse answers a connection beyond MaxPeers with a "full" greeting and
 // closes it. The send cannot block the accept loop: MSG_DONTWAIT, into a
-// socket nobody has written to yet.
+// socket nobody has written to yet. The close goes to the closer: the
+// connector may have sent descriptors before the greeting.
 func (t *Transport) refuse(s *net.UnixConn) {
 	b := listenerMsg(statusFull, t.local)
 	if rc, err := s.SyscallConn(); err == nil {
@@ -367,7 +402,8 @@ func (t *Transport) refuse(s *net.UnixConn) {
 			return true
 		})
 	}
-	s.Close()
+	shutdown(s)
+	t.closer.sock(s)
 }
 
 // accept runs the listening side of the handshake on a new connection. It
@@ -375,14 +411,15 @@ func (t *Transport) refuse(s *net.UnixConn) {
 func (t *Transport) accept(s *net.UnixConn) error {
 	deadline := time.Now().Add(handshakeTimeout)
 	s.SetDeadline(deadline)
+	passRights(s, true) // off on the listening socket: the hello carries two
 	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, t.local), nil, nil); err != nil {
 		return fmt.Errorf("shm: handshake: %w", err)
 	}
-	hello, fds, err := readMsg(s, 2)
+	hello, fds, err := readMsg(s, 2, &t.closer)
 	if err != nil {
 		return err
 	}
-	defer func() { closeAll(fds) }() // the memfd, and the bell unless a connection took it
+	defer func() { t.closer.fd(fds...) }() // the memfd, and the bell unless a connection took it
 	if len(fds) != 2 {
 		return errHandshake
 	}
@@ -408,7 +445,12 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	defer unix.Close(bell)
-	memFD, mem, err := createShared(ring)
+	// Our ring is the larger of the connector's choice and our own
+	// RingSize, so that it carries our MaxDatagram (RingSize/16), which
+	// the engine sends to every peer alike: a connector's small ring
+	// must not hold a datagram of ours forever.
+	outRing := max(ring, t.ringSize)
+	memFD, mem, err := createShared(outRing)
 	if err != nil {
 		unix.Munmap(peerMem)
 		return err
@@ -422,16 +464,19 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		unix.Munmap(mem)
 		return err
 	}
-	c := newConn(peer, s, mem, peerMem, ring, fds[1])
+	c := newConn(peer, s, mem, peerMem, outRing, ring, fds[1])
 	if kind, _, _ := addrKind(peer); verified && kind == kindListener {
 		// The process listening at sock, checked just now; its directory
 		// is watched from before the check (identity_watch_linux.go).
 		c.listenPid, c.claimedPath, c.claimedUid = cred.Pid, sock, cred.Uid
 	}
+	if !verified {
+		c.peerStart, _ = startTime(cred.Pid)
+	}
 	fds = fds[:1] // c owns the peer's bell
 	if err := t.register(c, true); err != nil {
 		t.unwatch(c)
-		c.unmap()
+		c.unmap(&t.closer)
 		if errors.Is(err, errDuplicate) {
 			s.WriteMsgUnix(listenerMsg(statusDuplicate, peer), nil, nil)
 		}
@@ -440,11 +485,13 @@ func (t *Transport) accept(s *net.UnixConn) error {
 	if c.claimedPath != "" && claimedDirs.gen(sock) != gen {
 		t.recheckDir(filepath.Dir(sock), filepath.Base(sock), true) // something changed there since the check
 	}
-	// From here the watcher owns s: a failed reply closes it and the
+	// From here the watcher owns s: a failed reply shuts it down and the
 	// watcher reports the peer gone.
 	s.SetDeadline(time.Time{})
-	if _, _, err := s.WriteMsgUnix(listenerMsg(statusOK, peer), unix.UnixRights(bell, memFD), nil); err != nil {
-		s.Close()
+	reply := listenerMsg(statusOK, peer)
+	binary.LittleEndian.PutUint64(reply[replyRing:], uint64(outRing))
+	if _, _, err := s.WriteMsgUnix(reply, unix.UnixRights(bell, memFD), nil); err != nil {
+		c.shutdown()
 	}
 	return nil
 }

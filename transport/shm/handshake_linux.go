@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-
-	"golang.org/x/sys/unix"
 )
 
 // The handshake's messages (conn_linux.go describes the exchange): every
@@ -30,25 +28,21 @@ func getAddr(b []byte) netip.AddrPort {
 var errHandshake = errors.New("shm: bad handshake from peer")
 
 // readMsg reads one handshake message and the descriptors passed with it,
-// at most maxFDs (all closed on error; the kernel closes any beyond). A
-// message is helloSize bytes, a hello up to maxSockPath more.
-func readMsg(s *net.UnixConn, maxFDs int) ([]byte, []int, error) {
+// at most maxFDs (on error all go to the closer). The control buffer holds
+// as many as a message can carry, so the kernel releases none in this
+// goroutine (closer_linux.go). A message is helloSize bytes, a hello up to
+// maxSockPath more.
+func readMsg(s *net.UnixConn, maxFDs int, k *closer) ([]byte, []int, error) {
 	b := make([]byte, helloSize+maxSockPath+1) // one more: a longer one shows as too long
-	oob := make([]byte, unix.CmsgSpace(4*max(maxFDs, 1)))
+	oob := make([]byte, maxRightsOOB)
 	n, oobn, _, _, err := s.ReadMsgUnix(b, oob)
+	fds := rightsIn(oob[:oobn])
 	if err != nil {
+		k.fd(fds...)
 		return nil, nil, fmt.Errorf("shm: handshake: %w", err)
 	}
-	var fds []int
-	if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
-		for _, m := range cmsgs {
-			if f, err := unix.ParseUnixRights(&m); err == nil {
-				fds = append(fds, f...)
-			}
-		}
-	}
 	if n < helloSize || n > helloSize+maxSockPath || len(fds) > maxFDs || binary.LittleEndian.Uint64(b) != memMagic {
-		closeAll(fds)
+		k.fd(fds...)
 		return nil, nil, errHandshake
 	}
 	return b[:n], fds, nil
@@ -89,10 +83,4 @@ func listenerMsg(status uint64, addr netip.AddrPort) []byte {
 	binary.LittleEndian.PutUint64(b[8:], status)
 	putAddr(b[16:], addr)
 	return b
-}
-
-func closeAll(fds []int) {
-	for _, fd := range fds {
-		unix.Close(fd)
-	}
 }

@@ -217,11 +217,16 @@ func rawDial(path string, ring int, o rawOpts) (*rawPeer, string, error) {
 		return nil, statusText(st), nil
 	}
 	p.peerBell, p.peerMemfd = fds[0], fds[1]
-	if p.peerMem, err = unix.Mmap(p.peerMemfd, 0, size, unix.PROT_READ, unix.MAP_SHARED); err != nil {
+	var st2 unix.Stat_t // the listener's ring may be larger than ours (its RingSize)
+	if err := unix.Fstat(p.peerMemfd, &st2); err != nil {
+		return nil, "ok", err
+	}
+	peerSize := int(st2.Size)
+	if p.peerMem, err = unix.Mmap(p.peerMemfd, 0, peerSize, unix.PROT_READ, unix.MAP_SHARED); err != nil {
 		return nil, "ok", fmt.Errorf("mapping the listener's memory: %w", err)
 	}
 	p.out = newProducer(atomicU64(p.peerMem, hdrHead), p.mem[pageSize:size:size])
-	p.in = newConsumer(atomicU64(p.mem, hdrHead), p.peerMem[pageSize:size:size])
+	p.in = newConsumer(atomicU64(p.mem, hdrHead), p.peerMem[pageSize:peerSize:peerSize])
 	return p, "ok", nil
 }
 
@@ -863,4 +868,10 @@ func TestHalfOpenHandshake(t *testing.T) {
 	}
 	waitConns(t, tr, 0)
 	checkEcho(t, path)
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
 }

@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -10,7 +11,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -25,7 +28,15 @@ import (
 // kernel vouches for it:
 //
 //   - a client address (fd65:7368:1::/48) holds its process's pid in bytes
-//     6 to 9: it is taken if that is the connector's pid;
+//     6 to 9 and the low 32 bits of the process's start time (in clock
+//     ticks since boot, /proc/<pid>/stat) in bytes 10 to 13: it is taken
+//     if that is the connector's pid and the start time of the process
+//     that has that pid now. A process that gets a dead client's pid
+//     started later, so it cannot take the dead client's address, unless
+//     it started in the same clock tick (10 ms: the client must have lived
+//     less than that, and the pid come free and been taken within it) or
+//     a multiple of 2^32 ticks later (497 days at 100 Hz);
+//     bytes 14 and 15 tell apart the client transports of one process;
 //   - a listener address (fd65:7368:0::/48) comes with the absolute path of
 //     the connector's listening socket: it is taken if it is that path's
 //     address, the socket file belongs to the connector's user, and the
@@ -36,7 +47,9 @@ import (
 // outside our pid namespace; a listening socket we cannot reach), gets an
 // address the listener assigns: fd65:7368:2::/48, the connector's pid and
 // a counter of the listener's, never given twice. So no process can be
-// taken for another: their pids differ, and an assigned address is unique.
+// taken for another: live processes' pids differ, a dead one's pid taken
+// by another comes with another start time, and an assigned address is
+// unique.
 
 // Address prefixes: bytes 4 and 5 of fd65:7368:X::.
 const (
@@ -66,12 +79,55 @@ func addrKind(a netip.AddrPort) (kind byte, pid uint32, ok bool) {
 	return b[5], binary.BigEndian.Uint32(b[6:]), true
 }
 
-// clientAddr is a fresh address for a client-only transport: our pid and
-// 48 random bits.
+// clientAddr is a fresh address for a client-only transport: our pid, our
+// start time's low 32 bits (what a listener checks) and 16 bits of a
+// counter of the process's, from a random start.
 func clientAddr() netip.AddrPort {
-	var r [8]byte
+	pid := os.Getpid()
+	start, _ := startTime(int32(pid)) // 0 if unknown: no listener will vouch for it
+	return shmAddr(kindClient, uint32(pid), uint64(start)<<16|uint64(uint16(clientSeq.Add(1))))
+}
+
+var clientSeq = func() *atomic.Uint32 {
+	var r [4]byte
 	rand.Read(r[:])
-	return shmAddr(kindClient, uint32(os.Getpid()), binary.LittleEndian.Uint64(r[:])&(1<<48-1))
+	var n atomic.Uint32
+	n.Store(binary.LittleEndian.Uint32(r[:]))
+	return &n
+}()
+
+// startTime returns the low 32 bits of the start time of the process with
+// pid, in clock ticks since boot (field 22 of /proc/<pid>/stat).
+func startTime(pid int32) (uint32, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')') // the command name may hold anything but this
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:])) // from field 3, the state
+	if len(f) < 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// clientOf reports whether a client address names the process pid: its
+// pid, and its start time (so not a dead process whose pid it got).
+func clientOf(a netip.AddrPort, pid int32) bool {
+	kind, p, ok := addrKind(a)
+	if !ok || kind != kindClient || p != uint32(pid) {
+		return false
+	}
+	b := a.Addr().As16()
+	start, ok := startTime(pid)
+	return ok && binary.BigEndian.Uint32(b[10:]) == start
 }
 
 // peerCred returns the credentials of the process at the other end of s,
@@ -110,6 +166,9 @@ func listeningCred(path string, uid int64) (*unix.Ucred, error) {
 		return nil, err
 	}
 	defer unix.Close(fd)
+	// The process listening there may be anyone's: it must not queue
+	// descriptors for us, whose release would hold this close.
+	setPassRights(fd, false)
 	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
 		return nil, err
 	}
@@ -140,7 +199,9 @@ func (t *Transport) connectorAddr(cred *unix.Ucred, claim netip.AddrPort, sock s
 		switch kind, pid, ok := addrKind(claim); {
 		case !ok:
 		case kind == kindClient && pid == uint32(cred.Pid):
-			return claim, true, 0, nil
+			if clientOf(claim, cred.Pid) {
+				return claim, true, 0, nil
+			}
 		case kind == kindListener && sock != "" && validSockPath(sock):
 			if a, err := listenerAddr(sock); err != nil || a != claim {
 				break
@@ -263,4 +324,78 @@ func (t *Transport) resolved(path string) (netip.AddrPort, bool) {
 	}
 	t.revokeListener(a, pid)
 	return a, false
+}
+
+// dialWatch is the watch of a dialed path's directory, taken before the
+// connect: the connection it makes keeps the listener address of the path
+// only while the name there stays the same, like a claim we took
+// (identity_watch_linux.go), so a process that listened there, was dialed
+// and gave the path up loses the address as soon as the name goes.
+type dialWatch struct {
+	path string // absolute
+	gen  uint64
+	ok   bool
+}
+
+func (t *Transport) watchDialed(path string) *dialWatch {
+	abs, err := filepath.Abs(path)
+	if err != nil || !validSockPath(abs) {
+		return &dialWatch{}
+	}
+	gen, err := claimedDirs.add(t, abs)
+	return &dialWatch{path: abs, gen: gen, ok: err == nil}
+}
+
+// drop gives the watch up unless a connection took it (then unwatch does).
+func (w *dialWatch) drop(t *Transport) {
+	if w.ok {
+		claimedDirs.remove(t, w.path)
+		w.ok = false
+	}
+}
+
+// adoptDuplicate handles a "duplicate" answer to our dial of a path: the
+// listener there has an open connection to us. If we know that connection
+// by its listener address, that is the peer. If we know it by an address
+// we assigned (its claim went unchecked: the probe slots were full), the
+// dial itself vouches for it now: the kernel says which process listens
+// at the path (SO_PEERCRED of our socket), and if that is the process
+// that made the connection (its pid and start time), the connection takes
+// the path's listener address, with the path's directory watched (w). It
+// reports whether a connection is known by peer now.
+func (t *Transport) adoptDuplicate(s *net.UnixConn, peer netip.AddrPort, w *dialWatch) bool {
+	t.mu.Lock()
+	live := t.liveLocked(peer)
+	t.mu.Unlock()
+	if live != nil {
+		return true
+	}
+	cred, err := peerCred(s)
+	if err != nil || cred.Pid <= 0 {
+		return false
+	}
+	start, ok := startTime(cred.Pid)
+	if !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed.Load() || t.liveLocked(peer) != nil {
+		return !t.closed.Load()
+	}
+	for _, c := range t.conns {
+		kind, pid, _ := addrKind(c.peer())
+		if c.dead.Load() || kind != kindAssigned || pid != uint32(cred.Pid) || c.peerStart != start || c.claimedPath != "" {
+			continue
+		}
+		c.addr.Store(&peer)
+		c.listenPid = cred.Pid
+		if w.ok {
+			c.claimedPath, c.claimedUid = w.path, cred.Uid
+			w.ok = false // c holds the watch now: unwatch drops it
+		}
+		t.publishLocked()
+		return true
+	}
+	return false
 }

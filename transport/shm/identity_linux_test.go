@@ -3,6 +3,7 @@
 package shm
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -307,8 +308,13 @@ func TestConnectorAddrClaims(t *testing.T) {
 		var claim netip.AddrPort
 		sock := ""
 		switch r.IntN(6) {
-		case 0: // a client address with some pid
-			claim = shmAddr(kindClient, uint32([]int32{ours, other, cred.Pid, r.Int32()}[r.IntN(4)]), r.Uint64())
+		case 0: // a client address with some pid, and that pid's start time or not
+			pid := []int32{ours, other, cred.Pid, r.Int32()}[r.IntN(4)]
+			rest := r.Uint64()
+			if start, ok := startTime(pid); ok && r.IntN(2) == 0 {
+				rest = uint64(start)<<16 | rest&0xffff
+			}
+			claim = shmAddr(kindClient, uint32(pid), rest)
 		case 1: // the listener's address, with its socket or another path
 			claim = v.LocalAddr()
 			sock = []string{pathV, pathL, "", "v.sock", pathV + "/", pathV + "\x00"}[r.IntN(6)]
@@ -325,7 +331,9 @@ func TestConnectorAddrClaims(t *testing.T) {
 		}
 		want := false
 		if kind, pid, ok := addrKind(claim); ok && cred.Pid > 0 {
-			want = kind == kindClient && pid == uint32(cred.Pid) ||
+			start, known := startTime(cred.Pid)
+			b := claim.Addr().As16()
+			want = kind == kindClient && pid == uint32(cred.Pid) && known && binary.BigEndian.Uint32(b[10:]) == start ||
 				kind == kindListener && cred.Pid == ours && cred.Uid == uid && (sock == pathV && claim == v.LocalAddr() || sock == pathL && claim == l.LocalAddr())
 		}
 		got, ok, _, err := l.connectorAddr(cred, claim, sock, time.Now().Add(time.Minute))

@@ -162,7 +162,7 @@ func fakeClaimedConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32, c
 			t.Fatal(err)
 		}
 	}
-	c := newConn(a, fc.(*net.UnixConn), mems[0], mems[1], minRingSize, -1)
+	c := newConn(a, fc.(*net.UnixConn), mems[0], mems[1], minRingSize, minRingSize, -1)
 	c.listenPid = pid
 	if claimed != "" {
 		if _, err := claimedDirs.add(tr, claimed); err != nil {
@@ -173,7 +173,7 @@ func fakeClaimedConn(t *testing.T, tr *Transport, a netip.AddrPort, pid int32, c
 	if err := tr.register(c, false); err != nil {
 		tr.unwatch(c)
 		c.sock.Close()
-		c.unmap()
+		c.unmap(&tr.closer)
 		return nil, err
 	}
 	return c, nil
@@ -284,6 +284,16 @@ func TestClaimedAddressRechecked(t *testing.T) {
 		t.Fatalf("%s: the connection is known as %v", what, c.peer())
 	}
 
+	// Listening before the directory is watched: the creation of v.sock,
+	// read by the watcher after kept is registered, would revoke kept at
+	// once (a race that failed 5 runs in 15 under -race).
+	pathV := filepath.Join(dir, "v.sock")
+	v, err := Listen(pathV, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+
 	pathA := filepath.Join(dir, "a.sock")
 	addrA, _ := listenerAddr(pathA)
 	a, err := fakeClaimedConn(t, l, addrA, stale, pathA)
@@ -301,12 +311,6 @@ func TestClaimedAddressRechecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pathV := filepath.Join(dir, "v.sock")
-	v, err := Listen(pathV, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer v.Close()
 	kept, err := fakeClaimedConn(t, l, v.LocalAddr(), int32(os.Getpid()), pathV)
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,8 @@
 // What a local peer can and cannot do. Through its own connections it can
 // send any datagrams (empty ones too: the engine drops and counts the
 // malformed ones), garble its ring (the connection is dropped), stop reading
-// (what we send it waits in its connection's backlog, at most 32 MiB, then
-// is dropped), delay its own wake-ups, hold MaxPeers connections and
+// (what we send it waits in its connection's backlog, at most 32 MiB of
+// memory, buffers and queue entries counted, then is dropped), delay its own wake-ups, hold MaxPeers connections and
 // handshakes, and make its own handshakes fail. It cannot make us map memory
 // that can shrink under us, stall us through its memory (no hole can be
 // punched in it, nor in ours), write into our memory, make a write of ours
@@ -50,8 +50,23 @@
 // counted, an empty one as its 16-byte header; the budget is checked before
 // each record, so only a turn's first record, with the pad before it, may
 // take more), hand the engine a datagram longer than 256 KiB (a record
-// longer than that, or a pad longer than a record, is a garbled ring), or
-// take another process's address.
+// longer than that, or a pad longer than a record, is a garbled ring),
+// block a goroutine of ours through a descriptor it passes, or take
+// another process's address.
+//
+// Closing a descriptor a peer passed (or a unix socket whose queue holds
+// some: a bell, our end of a connection's socket, a refused or failed
+// handshake's socket) can block for as long as the peer likes: the release
+// of a descriptor in flight, a TCP socket with SO_LINGER and unsent data
+// say, waits in the closing thread. So the loop, the accept loop, the
+// watchers, the handshakes and Close never close one: they hand it to the
+// transport's closer goroutine (closer_linux.go), and a close blocked by a
+// peer may outlive Close while that peer lingers. Past a bound of
+// descriptors waiting for the closer (4 x MaxPeers + 256) the transport
+// accepts no connector and drops a connection whose peer keeps sending
+// descriptors. After the handshake a connection's socket refuses
+// descriptors (SO_PASSRIGHTS off, Linux 6.16 and later; on older kernels
+// the watcher hands whatever arrives to the closer).
 //
 // Identity comes from the kernel, never from a claim. A connector knows
 // the listener by the path it dialed. A listener knows a connector by the
@@ -61,7 +76,9 @@
 // socket file of the connector's user that the connector's process listens
 // on (checked by connecting to it once, and closing). Any other connector
 // is known by an address the listener assigns (counted in
-// Stats.Unverified). That check looks up a path the connector chose, which
+// Stats.Unverified), until it dials a path where the kernel says that
+// connector's process (pid and start time) listens: then the connection
+// takes that path's address (a second connection would be a duplicate). That check looks up a path the connector chose, which
 // may lie on a file system that never answers (FUSE): it runs in a
 // goroutine of its own, which the handshake waits for only until its
 // deadline (then the handshake fails) and Close not at all; a check that
@@ -69,8 +86,8 @@
 // most 4 checks are in flight per transport; a claim beyond is not
 // vouched for. A listener address names whoever listens at its path,
 // and that can change hands, so it is checked again whenever it may have:
-// when the name changes in the directory of a claimed path (the listener
-// watches it with inotify), when another connection comes to be known by
+// when the name changes in the directory of a claimed or dialed path (the
+// listener, and the connector, watch it with inotify), when another connection comes to be known by
 // the same address (the kernel vouching for it just then: only one socket
 // is bound at a path, so the older one's process listens there no more,
 // and one whose process still listens there is never displaced), and when
@@ -127,7 +144,10 @@
 // the absolute path of its socket (fd65:7368:0:: plus 80 bits of its
 // SHA-256), so a server restarted on the same path keeps its address and
 // sessions to it reconnect; a client-only transport's address is
-// fd65:7368:1:: with its process's pid (32 bits) and 48 random bits. An
+// fd65:7368:1:: with its process's pid (32 bits), the low 32 bits of its
+// process's start time in clock ticks (which a listener checks, so a
+// process that gets a dead client's pid later cannot take its address;
+// identity_linux.go) and 16 bits of a counter of the process's. An
 // address a listener assigns is fd65:7368:2:: with the connector's pid
 // (as the listener's pid namespace sees it) and a counter of the
 // listener's: unique for its life. The port is always 1.
@@ -159,9 +179,12 @@ const DefaultRingSize = 8 << 20
 
 // Options tunes a shared-memory transport; the zero value is the default.
 type Options struct {
-	// RingSize is the byte size of each direction's ring in the connections
-	// this transport opens (the connecting side chooses). It is rounded up
-	// to a power of two between 64 KiB and 1 GiB (512 MiB on 32-bit systems). Default DefaultRingSize.
+	// RingSize is the byte size of the rings in the connections this
+	// transport opens (the connecting side chooses the size of both; a
+	// listener makes its own ring, the one it writes, the larger of that
+	// and its own RingSize, so that every ring carries its writer's
+	// MaxDatagram). It is rounded up to a power of two between 64 KiB and
+	// 1 GiB (512 MiB on 32-bit systems). Default DefaultRingSize.
 	// MaxDatagram is RingSize/16, at most 256 KiB.
 	RingSize int
 

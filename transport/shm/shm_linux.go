@@ -87,6 +87,11 @@ type Transport struct {
 
 	snap atomic.Pointer[snapshot] // the connections, for the loop
 
+	// closer closes the descriptors a peer handed us, and the sockets
+	// whose queues may hold some, off every goroutine that others wait
+	// for (closer_linux.go).
+	closer closer
+
 	mu          sync.Mutex
 	conns       []*conn                      // registered, dead ones until reaped
 	accepting   int                          // handshakes on the listening socket, counted against maxPeers
@@ -204,6 +209,11 @@ func listenUnix(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("shm: %w", err)
 	}
 	ln.SetUnlinkOnClose(true)
+	// Connections inherit this: no connector can queue descriptors before
+	// its handshake starts (accept turns it on), so neither the refusal of
+	// one nor the close of the listening socket with connections not yet
+	// accepted releases any (closer_linux.go).
+	passRights(ln, false)
 	return ln, nil
 }
 
@@ -289,7 +299,7 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		}
 		if err := c.in.end(); err != nil {
 			t.corrupt.Add(1)
-			c.sock.Close() // the watcher reports the peer gone
+			c.shutdown() // the watcher reports the peer gone
 		}
 	}
 	return n, nil
@@ -532,7 +542,7 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	for _, c := range dead {
 		t.flush(c) // discards its backlog
 		t.unwatch(c)
-		c.unmap()
+		c.unmap(&t.closer)
 	}
 	return dst
 }
@@ -583,10 +593,10 @@ func (t *Transport) Close() error {
 	}
 	t.mu.Lock()
 	for _, c := range t.conns {
-		c.sock.Close()
+		c.shutdown() // the watcher hands it to the closer
 	}
 	for s := range t.handshakes {
-		s.Close()
+		shutdown(s) // its goroutine hands it to the closer
 	}
 	t.mu.Unlock()
 	t.wg.Wait()
@@ -600,7 +610,7 @@ func (t *Transport) Close() error {
 	t.mu.Unlock()
 	for _, c := range conns {
 		t.unwatch(c)
-		c.unmap()
+		c.unmap(&t.closer)
 	}
 	t.release0()
 	return nil
@@ -665,6 +675,7 @@ func (t *Transport) register(c *conn, accepted bool) error {
 	t.publishLocked()
 	t.wg.Add(1)
 	t.mu.Unlock()
+	refuseRights(c.sock)
 	go t.watch(c)
 	t.Wake() // a Wait may hold a snapshot without c
 	return nil
@@ -672,15 +683,30 @@ func (t *Transport) register(c *conn, accepted bool) error {
 
 // watch waits for the peer's end of the socket to close (its process
 // exited or died, or it closed its transport), then reports the peer gone.
+// The socket carries nothing after the handshake, and refuses descriptors
+// where the kernel can (refuseRights); any that a peer sends (before that,
+// or on an older kernel) go to the closer, never released here, and a peer
+// that sends them while the closer is stuck is dropped.
 func (t *Transport) watch(c *conn) {
 	defer t.wg.Done()
 	var b [64]byte
+	oob := make([]byte, maxRightsOOB)
 	for {
-		if _, err := c.sock.Read(b[:]); err != nil {
+		n, oobn, _, _, err := c.sock.ReadMsgUnix(b[:], oob)
+		if err != nil || n == 0 && oobn == 0 { // an end of file, or a shutdown of ours
 			break
 		}
+		if fds := rightsIn(oob[:oobn]); len(fds) > 0 {
+			t.closer.fd(fds...)
+			if t.closer.pending.Load() > closeBound(t.maxPeers) {
+				shutdown(c.sock) // read on to the end of the queue
+			}
+		}
 	}
-	c.sock.Close()
+	c.sockMu.Lock()
+	c.sockGone = true // no shutdown of others' from here on
+	c.sockMu.Unlock()
+	t.closer.sock(c.sock) // its queue may still hold descriptors
 	c.dead.Store(true)
 	t.gone.Store(true)
 	t.Wake()
@@ -705,6 +731,15 @@ func (t *Transport) trackHandshake(s *net.UnixConn, on bool) bool {
 func (t *Transport) acceptLoop() {
 	defer t.wg.Done()
 	for {
+		if t.closer.pending.Load() > closeBound(t.maxPeers) {
+			// Descriptors of peers wait for the closer: accept nobody
+			// until it catches up (closer_linux.go).
+			if t.closed.Load() {
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
 		s, err := t.ln.AcceptUnix()
 		if err != nil {
 			if t.closed.Load() || errors.Is(err, net.ErrClosed) {
@@ -716,7 +751,7 @@ func (t *Transport) acceptLoop() {
 		t.mu.Lock()
 		if t.closed.Load() {
 			t.mu.Unlock()
-			s.Close()
+			t.closer.sock(s)
 			return
 		}
 		if len(t.conns)+t.accepting >= t.maxPeers {
@@ -738,7 +773,8 @@ func (t *Transport) acceptLoop() {
 			}
 			t.mu.Unlock()
 			if err != nil {
-				s.Close()
+				shutdown(s)
+				t.closer.sock(s)
 			}
 		}()
 	}
