@@ -11,7 +11,7 @@ import (
 	"github.com/erpc-go/erpc/transport"
 )
 
-// TestReviewBacklogMemoryOfSmallDatagrams: a connection's backlog is
+// TestHostileBacklogMemoryOfSmallDatagrams: a connection's backlog is
 // promised to hold at most maxConnBacklog (32 MiB), but it is counted in
 // datagram bytes while each queued datagram costs a buffer of at least 256
 // bytes (plus its slice header). A peer that stops reading and makes us
@@ -20,7 +20,7 @@ import (
 // (150 KB counted, far below the bound: none dropped) already hold more
 // than 32 MiB. (A reused spare of 256 KiB, counted as its datagram's 1
 // byte, makes it worse still.)
-func TestReviewBacklogMemoryOfSmallDatagrams(t *testing.T) {
+func TestHostileBacklogMemoryOfSmallDatagrams(t *testing.T) {
 	// A small ring of the listener's (its ring to the peer is the larger
 	// of the peer's and its own): the datagrams must go to the backlog.
 	tr, path := hostileListener(t, Options{RingSize: minRingSize})

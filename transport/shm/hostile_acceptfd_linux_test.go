@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestReviewAcceptLoopReleasesPeerDescriptor: a connector beyond MaxPeers
+// TestHostileAcceptLoopReleasesPeerDescriptor: a connector beyond MaxPeers
 // is refused by the accept loop itself, which closes the socket: the last
 // reference to the listener's end, whose queue holds whatever the
 // connector sent before the greeting, descriptors included. A socket
@@ -24,7 +24,7 @@ import (
 // descriptors until the greeting (the connectors' sends fail); the test
 // runs also without it, as on an older kernel, where the refused sockets
 // go to the closer.
-func TestReviewAcceptLoopReleasesPeerDescriptor(t *testing.T) {
+func TestHostileAcceptLoopReleasesPeerDescriptor(t *testing.T) {
 	for _, passRights := range []bool{true, false} {
 		t.Run(map[bool]string{true: "SO_PASSRIGHTS", false: "closer"}[passRights], func(t *testing.T) {
 			old := useSoPassRights

@@ -10,7 +10,7 @@ import (
 	"github.com/erpc-go/erpc/transport"
 )
 
-// TestReviewSmallRingConnectorWedged: the connector chooses the ring size
+// TestHostileSmallRingConnectorWedged: the connector chooses the ring size
 // of a connection (Options.RingSize, down to 64 KiB), but the listener
 // bounds what it sends by its own MaxDatagram (its own RingSize/16, 256
 // KiB by default), not by the connection's ring: a producer refuses a
@@ -18,7 +18,7 @@ import (
 // connector with a 64 KiB ring goes to the backlog and never leaves it,
 // and every later datagram waits behind it (until the 32 MiB bound drops
 // them). The peer is live and reading; the transport claims Reliable.
-func TestReviewSmallRingConnectorWedged(t *testing.T) {
+func TestHostileSmallRingConnectorWedged(t *testing.T) {
 	big, small := make([]byte, 40<<10), []byte("after")
 	tr, path := hostileListener(t, Options{}) // default ring: MaxDatagram 256 KiB
 	c, err := Listen("", Options{RingSize: minRingSize})

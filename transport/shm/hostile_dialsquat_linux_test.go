@@ -15,12 +15,12 @@ import (
 
 const dialSquatEnv = "ERPC_SHM_REVIEW_DIALSQUAT" // the path to squat
 
-// TestReviewDialSquatHelper is a process that listens on a free path (a
+// TestHostileDialSquatHelper is a process that listens on a free path (a
 // victim server's, while it is down) with a transport of its own, waits
 // for one connection (the victim's client resolving the path), then stops
 // listening (the socket file goes) while keeping that connection, and
 // reports every datagram it gets as "GOT <data>".
-func TestReviewDialSquatHelper(t *testing.T) {
+func TestHostileDialSquatHelper(t *testing.T) {
 	path := os.Getenv(dialSquatEnv)
 	if path == "" {
 		t.Skip("runs only as the squatting process")
@@ -41,7 +41,7 @@ func TestReviewDialSquatHelper(t *testing.T) {
 	}
 }
 
-// TestReviewDialedAddressKeptBySquatter: a listener address taken from a
+// TestHostileDialedAddressKeptBySquatter: a listener address taken from a
 // claim is watched (inotify) and checked on conflict, but one the
 // transport got by dialing the path is checked only when Resolve names the
 // path again. A process that listened on a victim's path while the victim
@@ -55,11 +55,11 @@ func TestReviewDialSquatHelper(t *testing.T) {
 // answer: keep it") and returns its address as the victim's. Fixed: the
 // dialer watches the dialed path's directory (inotify) like a claimed
 // one's, and the connection loses the address when the name goes.
-func TestReviewDialedAddressKeptBySquatter(t *testing.T) {
+func TestHostileDialedAddressKeptBySquatter(t *testing.T) {
 	shortHandshakes(t, 300*time.Millisecond)
 	v, pathV := hostileListener(t, Options{})
 	squat := filepath.Join(filepath.Dir(pathV), "s.sock")
-	h := startHelperProcess(t, "TestReviewDialSquatHelper", dialSquatEnv+"="+squat)
+	h := startHelperProcess(t, "TestHostileDialSquatHelper", dialSquatEnv+"="+squat)
 	h.expect(t, "LISTENING")
 	a, err := v.Resolve(squat)
 	if err != nil {

@@ -66,7 +66,7 @@ func lingeringBell(t *testing.T) int {
 	return sp[1]
 }
 
-// TestReviewLingeringBell: the listener keeps the bell socket a peer
+// TestHostileLingeringBell: the listener keeps the bell socket a peer
 // passed and closes it when the connection is released: in GonePeers,
 // on the endpoint's loop (and in Close). checkBell only asks that it be a
 // unix datagram socket, and such a socket can hold descriptors in flight
@@ -77,7 +77,7 @@ func lingeringBell(t *testing.T) int {
 // every connection, in its GonePeers. (A hostile listener's bell does the
 // same to a connector's loop; the memfd slot of a hello, closed in the
 // handshake's goroutine, holds a MaxPeers place past the deadline.)
-func TestReviewLingeringBell(t *testing.T) {
+func TestHostileLingeringBell(t *testing.T) {
 	tr, path := hostileListener(t, Options{})
 	bell := lingeringBell(t)
 	p, st, err := rawDial(path, minRingSize, rawOpts{bell: bell, seals: sealsNeeded})
@@ -104,10 +104,10 @@ func TestReviewLingeringBell(t *testing.T) {
 	}
 }
 
-// TestReviewLingeringBellClose: the same bell (see TestReviewLingeringBell)
+// TestHostileLingeringBellClose: the same bell (see TestHostileLingeringBell)
 // on a connection that stays open: Close releases the connection, closes
 // the bell, and waits for the linger.
-func TestReviewLingeringBellClose(t *testing.T) {
+func TestHostileLingeringBellClose(t *testing.T) {
 	tr, path := hostileListener(t, Options{})
 	bell := lingeringBell(t)
 	p, st, err := rawDial(path, minRingSize, rawOpts{bell: bell, seals: sealsNeeded})

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestReviewUnverifiedListenerUnreachable: a hostile connector holds the
+// TestHostileUnverifiedListenerUnreachable: a hostile connector holds the
 // maxProbes probe slots (claims on a FUSE mount that never answers), so
 // an honest listener S that connects to V meanwhile is not vouched for
 // (documented: known by an assigned address). The documented consequence
@@ -20,7 +20,7 @@ import (
 // Fixed (adoptDuplicate): the dial vouches for S (SO_PEERCRED of the
 // socket to S's path: S's pid and start time are those of the connection
 // V knows by an assigned address), which then takes S's address.
-func TestReviewUnverifiedListenerUnreachable(t *testing.T) {
+func TestHostileUnverifiedListenerUnreachable(t *testing.T) {
 	shortHandshakes(t, 300*time.Millisecond)
 	v, path := hostileListener(t, Options{})
 	serveEcho(t, v)

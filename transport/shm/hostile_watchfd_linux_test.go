@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestReviewWatcherReleasesPeerDescriptor: after the handshake the unix
+// TestHostileWatcherReleasesPeerDescriptor: after the handshake the unix
 // socket "carries nothing", but a peer can still send on it, with
 // descriptors (SCM_RIGHTS). The watcher's Read discards them, which
 // releases them in its thread: a socket whose queue holds a lingering
@@ -23,7 +23,7 @@ import (
 // descriptors once the handshake is done (the peer's send fails with
 // EPERM); the test runs also without it, as on an older kernel, where the
 // watcher drains them into the closer.
-func TestReviewWatcherReleasesPeerDescriptor(t *testing.T) {
+func TestHostileWatcherReleasesPeerDescriptor(t *testing.T) {
 	for _, passRights := range []bool{true, false} {
 		t.Run(map[bool]string{true: "SO_PASSRIGHTS", false: "drain"}[passRights], func(t *testing.T) {
 			old := useSoPassRights

@@ -14,10 +14,10 @@ import (
 
 const pidReuseEnv = "ERPC_SHM_REVIEW_PIDREUSE" // "client|path" or "claim|path|address"
 
-// TestReviewPidReuseHelper is a client that connects to the listener at
+// TestHostilePidReuseHelper is a client that connects to the listener at
 // path and exits ("client"), or a process that claims a given client
 // address there ("claim").
-func TestReviewPidReuseHelper(t *testing.T) {
+func TestHostilePidReuseHelper(t *testing.T) {
 	f := strings.Split(os.Getenv(pidReuseEnv), "|")
 	switch f[0] {
 	case "client":
@@ -44,7 +44,7 @@ func TestReviewPidReuseHelper(t *testing.T) {
 	}
 }
 
-// TestReviewClientAddressAfterPidReuse: a client address is the client's
+// TestHostileClientAddressAfterPidReuse: a client address is the client's
 // pid and 48 random bits, and the listener takes a claimed client address
 // when the pid in it is the connector's. Every listener a client connects
 // to learns its address (the hello). Once the client exits, its pid is
@@ -56,9 +56,9 @@ func TestReviewPidReuseHelper(t *testing.T) {
 // time in clock ticks, which the listener checks (/proc/<pid>/stat); the
 // claimer, started in a later tick, is known by an assigned address
 // (counted in Unverified).
-func TestReviewClientAddressAfterPidReuse(t *testing.T) {
+func TestHostileClientAddressAfterPidReuse(t *testing.T) {
 	v, pathV := hostileListener(t, Options{})
-	c := startHelperProcess(t, "TestReviewPidReuseHelper", pidReuseEnv+"=client|"+pathV)
+	c := startHelperProcess(t, "TestHostilePidReuseHelper", pidReuseEnv+"=client|"+pathV)
 	f := strings.Fields(c.expect(t, "ADDR "))
 	addr, pid := f[1], f[2]
 	pc, _ := strconv.Atoi(pid)
@@ -76,7 +76,7 @@ func TestReviewClientAddressAfterPidReuse(t *testing.T) {
 		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pc-1)), 0); err != nil {
 			t.Skipf("cannot choose the next pid: %v", err)
 		}
-		h = startHelperProcess(t, "TestReviewPidReuseHelper", pidReuseEnv+"=claim|"+pathV+"|"+addr)
+		h = startHelperProcess(t, "TestHostilePidReuseHelper", pidReuseEnv+"=claim|"+pathV+"|"+addr)
 		if h.cmd.Process.Pid == pc {
 			break
 		}
