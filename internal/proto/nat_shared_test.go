@@ -2,6 +2,7 @@ package proto
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -132,7 +133,7 @@ func TestSimSharedNAT(t *testing.T) {
 	t.Run("seeds", func(t *testing.T) {
 		forEachSeed(t, func(t *testing.T, seed uint64) {
 			if seed%4 == 0 { // a quarter of the seeds: each runs several clients
-				runSharedNAT(t, seed, &tot)
+				runSharedNAT(t, seed, &tot, natMode{name: "TestSimSharedNAT"})
 			}
 		})
 	})
@@ -154,10 +155,27 @@ type natClient struct {
 	sessions int
 }
 
-func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals) {
+// natMode says how a run of runSharedNAT departs from TestSimSharedNAT's.
+type natMode struct {
+	name      string // the test, for the replay line
+	lossy     bool   // 5 to 20 % loss: a client's first packet from a new port may be lost
+	handshake bool   // the NAT may move a client the moment its handshake completes
+	// boundary accepts the documented way a session may end (confirm): an
+	// idle client whose first packet from its new port was lost is taken
+	// for dead when a newcomer confirms at the port it left. Its calls
+	// then fail (never run, or unproven) and it connects again, as the
+	// endpoint does; nothing may run twice all the same.
+	boundary bool
+}
+
+func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals, mode natMode) {
 	r := rand.New(rand.NewPCG(seed, 0x5a7))
 	link := simnet.LinkConfig{Delay: time.Duration(10+r.IntN(90)) * time.Microsecond}
-	if r.IntN(3) > 0 {
+	switch {
+	case mode.lossy:
+		link.Loss, link.Dup = 0.05+r.Float64()*0.15, r.Float64()*0.02
+		link.Reorder, link.ReorderDelay = r.Float64()*0.1, time.Duration(20+r.IntN(100))*time.Microsecond
+	case r.IntN(3) > 0:
 		link.Loss, link.Dup = r.Float64()*0.03, r.Float64()*0.02
 		link.Reorder, link.ReorderDelay = r.Float64()*0.1, time.Duration(20+r.IntN(100))*time.Microsecond
 	}
@@ -193,6 +211,7 @@ func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals) {
 	}
 
 	runs := map[uint64]int{}
+	notRun := map[uint64]bool{} // calls that failed with ErrNotExecuted
 	srv.e.Tick(w.now)
 	srv.onEvent = func(ev Event) {
 		if ev.Type != EventRequest {
@@ -223,7 +242,10 @@ func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals) {
 		}
 		req := make([]byte, 8+r.IntN(3000))
 		binary.LittleEndian.PutUint64(req, seed<<32|uint64(i))
-		if _, err := c.h.e.StartCall(w.now, c.sid, 1, req, nil, Never, nil); err != nil {
+		if _, err := c.h.e.StartCall(w.now, c.sid, 1, req, nil, Never, binary.LittleEndian.Uint64(req)); errors.Is(err, ErrNoSession) {
+			w.at(w.now+Time(100*time.Microsecond), func() { call(c, i) }) // ended at the boundary: after the reconnect
+			return
+		} else if err != nil {
 			t.Fatalf("seed %d: %s: StartCall: %v", seed, c.h.name, err)
 		}
 		c.pending++
@@ -233,6 +255,15 @@ func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals) {
 			switch ev.Type {
 			case EventSessionUp:
 				c.up = true
+				// The NAT moves the client right after its handshake,
+				// before its first packet with the server's token leaves.
+				if _, moving := leaving[c.h]; mode.handshake && !moving && len(pool) > 0 && r.IntN(2) == 0 {
+					i := r.IntN(len(pool))
+					leaving[c.h] = int(n.ext[c.h].Port()-40000) / 8
+					n.ext[c.h] = block(pool[i])
+					pool = append(pool[:i], pool[i+1:]...)
+					tot.rebinds.Add(1)
+				}
 				for _, o := range clients {
 					if o != c && o.up && o.at == c.at && o.sid.Num() == c.sid.Num() {
 						// its first call or ping confirms it at o's port
@@ -240,15 +271,26 @@ func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals) {
 					}
 				}
 			case EventSessionDown:
-				if !c.closed[ev.Session] {
-					t.Errorf("seed %d: %s's session went down: %v", seed, c.h.name, ev.Err)
+				if mode.boundary && !c.closed[ev.Session] && errors.Is(ev.Err, ErrSessionReset) {
+					tot.idleEnded.Add(1)
+					if ev.Session == c.sid {
+						connect(c)
+					}
+				} else if !c.closed[ev.Session] {
+					t.Errorf("seed %d: %s's session went down: %v\nreplay: go test ./internal/proto -run '^%s$' -sim.seed=%d -v", seed, c.h.name, ev.Err, mode.name, seed)
 				}
 			case EventResponse:
 				c.pending--
 				done++
-				if ev.Err == nil {
+				if errors.Is(ev.Err, ErrNotExecuted) {
+					notRun[ev.Tag.(uint64)] = true
+				}
+				switch {
+				case ev.Err == nil:
 					ok++
-				} else {
+				case mode.boundary && (errors.Is(ev.Err, ErrNotExecuted) || errors.Is(ev.Err, ErrSessionReset)):
+					tot.neverRan.Add(1) // its session ended at the boundary above
+				default:
 					t.Errorf("seed %d: %s's call failed: %v", seed, c.h.name, ev.Err)
 				}
 			}
@@ -287,6 +329,11 @@ func runSharedNAT(t *testing.T, seed uint64, tot *sharedNATTotals) {
 	w.at(w.now+Time(r.Int64N(int64(ms))), churn)
 	w.runUntil(w.now+Time(30*time.Second), func() bool { return done == issued })
 
+	for id := range notRun {
+		if runs[id] != 0 {
+			t.Fatalf("seed %d: request %x reported never executed, but it ran", seed, id)
+		}
+	}
 	for id, k := range runs {
 		if k > 1 {
 			t.Errorf("seed %d: request %x ran %d times", seed, id, k)
