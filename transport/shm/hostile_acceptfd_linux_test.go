@@ -25,14 +25,7 @@ import (
 // runs also without it, as on an older kernel, where the refused sockets
 // go to the closer.
 func TestHostileAcceptLoopReleasesPeerDescriptor(t *testing.T) {
-	for _, passRights := range []bool{true, false} {
-		t.Run(map[bool]string{true: "SO_PASSRIGHTS", false: "closer"}[passRights], func(t *testing.T) {
-			old := useSoPassRights
-			useSoPassRights = passRights
-			defer func() { useSoPassRights = old }()
-			acceptLoopReleasesPeerDescriptor(t)
-		})
-	}
+	withAndWithoutPassRights(t, "closer", acceptLoopReleasesPeerDescriptor)
 }
 
 func acceptLoopReleasesPeerDescriptor(t *testing.T) {
@@ -68,5 +61,19 @@ func acceptLoopReleasesPeerDescriptor(t *testing.T) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		t.Error("Close did not return within 2 s")
+	}
+}
+
+// withAndWithoutPassRights runs fn with SO_PASSRIGHTS used where the
+// kernel has it, and again without, as on an older kernel (the subtest
+// named without).
+func withAndWithoutPassRights(t *testing.T, without string, fn func(*testing.T)) {
+	for _, passRights := range []bool{true, false} {
+		t.Run(map[bool]string{true: "SO_PASSRIGHTS", false: without}[passRights], func(t *testing.T) {
+			old := useSoPassRights
+			useSoPassRights = passRights
+			defer func() { useSoPassRights = old }()
+			fn(t)
+		})
 	}
 }

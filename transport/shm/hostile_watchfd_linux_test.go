@@ -24,14 +24,7 @@ import (
 // EPERM); the test runs also without it, as on an older kernel, where the
 // watcher drains them into the closer.
 func TestHostileWatcherReleasesPeerDescriptor(t *testing.T) {
-	for _, passRights := range []bool{true, false} {
-		t.Run(map[bool]string{true: "SO_PASSRIGHTS", false: "drain"}[passRights], func(t *testing.T) {
-			old := useSoPassRights
-			useSoPassRights = passRights
-			defer func() { useSoPassRights = old }()
-			watcherReleasesPeerDescriptor(t)
-		})
-	}
+	withAndWithoutPassRights(t, "drain", watcherReleasesPeerDescriptor)
 }
 
 func watcherReleasesPeerDescriptor(t *testing.T) {
