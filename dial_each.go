@@ -30,7 +30,6 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 	defer close(stop)
 	delay := time.NewTimer(attemptDelay)
 	defer delay.Stop()
-	ep.stayUnconnected(addrs)
 	next, running, launch := 0, 0, true
 	for {
 		// No attempt starts once ctx has ended: the select below ends
@@ -69,29 +68,6 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 			abandon(atts, -1) // after tried: closing fails what still runs
 			return nil, e
 		}
-	}
-}
-
-// stayUnconnected keeps a client-only UDP socket from connecting to the
-// first address when the dial may go on to one of the other family: a
-// dual-stack socket connected to an IPv4 peer and disconnected again
-// hears no IPv6 peer (udp.Transport.StayUnconnected). udp.Listen already
-// never connects a dual-stack socket; this stays as a guard for a
-// transport given with WithTransport. The loop runs the request before
-// the attempts' first send.
-func (ep *Endpoint) stayUnconnected(addrs []netip.AddrPort) {
-	u, ok := ep.tr.(interface{ StayUnconnected() })
-	if !ok {
-		return
-	}
-	var v4, v6 bool
-	for _, a := range addrs {
-		if ep.reaches(a.Addr()) {
-			v4, v6 = v4 || a.Addr().Is4(), v6 || !a.Addr().Is4()
-		}
-	}
-	if v4 && v6 {
-		ep.post(command{kind: cmdFunc, fn: u.StayUnconnected})
 	}
 }
 

@@ -25,22 +25,6 @@ type solo struct {
 	peer      netip.AddrPort
 }
 
-// StayUnconnected tells a client-only transport (Options.ClientOnly) that
-// it is about to talk to peers of both families, so that it does not
-// connect its socket to the first: a dual-stack socket connected to an
-// IPv4 peer and disconnected again (connect with AF_UNSPEC) hears no IPv6
-// peer any more, on Linux (seen on 6.18: the socket keeps its IPv4-mapped
-// peer address) as under gVisor. Listen already opens a dual-stack socket
-// unconnectable (see init), and a socket of one family reaches one, so
-// for the sockets Listen opens this changes nothing; it stays as a guard.
-// Once the socket is connected it is too late, and it changes nothing.
-// Call it from the goroutine that calls Send.
-func (t *Transport) StayUnconnected() {
-	if !t.solo.connected {
-		t.solo.allowed = false
-	}
-}
-
 // check runs before a batch is built: it connects the socket to the
 // batch's peer on the first send, and disconnects it before anything goes
 // to another peer, so that no datagram of the batch is built without an

@@ -103,10 +103,6 @@ func (t *Transport) read() {
 	}
 }
 
-// StayUnconnected does nothing: this transport never connects its socket
-// (see the Linux one's).
-func (t *Transport) StayUnconnected() {}
-
 // Receive passes the queued datagrams to fn.
 func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
 	t.mu.Lock()
