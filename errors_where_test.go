@@ -20,33 +20,47 @@ func TestContextErrorsSayWhatAndWhere(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}, erpc.Background())
+	// The server's handler can end the call itself, before the caller's
+	// context does: its answer names the call too (CI once got the
+	// server's DeadlineExceeded before the client's timer fired).
+	for method, err := range map[string]error{"SaysDeadline": context.DeadlineExceeded, "SaysCanceled": context.Canceled} {
+		if err := srv.Handle(method, func(context.Context, []byte) ([]byte, error) { return nil, err }); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ep := n.Listen(t, srv)
 	s := dialT(t, n, n.Listen(t, nil), ep)
 	for _, c := range []struct {
-		name string
-		ctx  func() (context.Context, context.CancelFunc)
-		want error
+		name, method string
+		ctx          func() (context.Context, context.CancelFunc)
+		want         error
 	}{
-		{"deadline", func() (context.Context, context.CancelFunc) {
+		{"server says deadline", "SaysDeadline", func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), time.Minute)
+		}, context.DeadlineExceeded},
+		{"server says canceled", "SaysCanceled", func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.Background())
+		}, context.Canceled},
+		{"deadline", "Slow", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 20*time.Millisecond)
 		}, context.DeadlineExceeded},
-		{"already past", func() (context.Context, context.CancelFunc) {
+		{"already past", "Slow", func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), -time.Second)
 		}, context.DeadlineExceeded},
-		{"cancel", func() (context.Context, context.CancelFunc) {
+		{"cancel", "Slow", func() (context.Context, context.CancelFunc) {
 			ctx, cancel := context.WithCancel(context.Background())
 			time.AfterFunc(20*time.Millisecond, cancel)
 			return ctx, cancel
 		}, context.Canceled},
 	} {
 		ctx, cancel := c.ctx()
-		_, err := s.Call(ctx, "Slow", nil, nil)
+		_, err := s.Call(ctx, c.method, nil, nil)
 		cancel()
 		if !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 			continue
 		}
-		if msg := err.Error(); !strings.Contains(msg, `"Slow"`) || !strings.Contains(msg, s.Target()) {
+		if msg := err.Error(); !strings.Contains(msg, `"`+c.method+`"`) || !strings.Contains(msg, s.Target()) {
 			t.Errorf("%s: %q names neither the method nor the target %s", c.name, msg, s.Target())
 		}
 	}

@@ -149,13 +149,19 @@ func engineStatus(err error) *Error {
 	return &Error{Code: Unavailable, Msg: err.Error(), Cause: err}
 }
 
+// where prefixes msg with what c called and where, so an error that the
+// caller's context would also explain still says which call it ended.
+func (c *call) where(msg string) string {
+	return fmt.Sprintf("call %q to %s: %s", c.method, c.sess.target, msg)
+}
+
 // callError is the error of call c: the engine's failure err, or else the
 // status a handler answered with, whose message is the response msg.
 func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Error {
 	if err != nil {
 		e := engineError(err)
 		if e.Code == Unavailable {
-			e.Msg = fmt.Sprintf("call %q to %s: %s", c.method, c.sess.target, e.Msg)
+			e.Msg = c.where(e.Msg)
 		}
 		return e
 	}
@@ -167,9 +173,9 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 	case code == Unimplemented && msgText == "":
 		e = &Error{Code: code, Msg: fmt.Sprintf("the server at %s has no method %q", c.sess.target, c.method), Details: details}
 	case code == DeadlineExceeded: // the server's handler saw the deadline pass first
-		e = &Error{Code: code, Msg: msgText, Cause: context.DeadlineExceeded, Details: details}
+		e = &Error{Code: code, Msg: c.where("the server's handler: " + msgText), Cause: context.DeadlineExceeded, Details: details}
 	case code == Canceled:
-		e = &Error{Code: code, Msg: msgText, Cause: context.Canceled, Details: details}
+		e = &Error{Code: code, Msg: c.where("the server's handler: " + msgText), Cause: context.Canceled, Details: details}
 	default:
 		e = &Error{Code: code, Msg: msgText, Details: details}
 	}
