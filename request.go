@@ -122,21 +122,17 @@ func (q Request) Respond(resp []byte) error { return q.answer(0, resp, false) }
 // and gives up: no copy.
 func (q Request) respondOwned(resp []byte) error { return q.answer(0, resp, true) }
 
-// RespondError answers the request with an error: an *Error keeps its code
-// and message; any other error becomes Unknown with its message. A
-// handler's error never says its request did not run (NotExecuted): the
-// handler did run.
+// RespondError answers the request with an error: an *Error keeps its code,
+// message and details; so does a gRPC status error (any error with a
+// GRPCStatus method, as grpc's status.Error returns: no interceptor
+// needed); a context error becomes Canceled or DeadlineExceeded; any other
+// error becomes Unknown with its message. A handler's error never says its
+// request did not run (NotExecuted): the handler did run.
 func (q Request) RespondError(err error) error {
 	if err == nil {
 		return q.answer(0, nil, false)
 	}
-	var e *Error
-	if !errors.As(err, &e) {
-		e = &Error{Code: Unknown, Msg: err.Error()}
-		if CodeOf(err) == DeadlineExceeded || CodeOf(err) == Canceled {
-			e.Code = CodeOf(err)
-		}
-	}
+	e := statusOf(err)
 	if details, marked := withoutNotExecuted(e.Details); marked {
 		c := *e
 		c.Details = details

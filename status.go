@@ -101,21 +101,49 @@ var (
 )
 
 // CodeOf returns the code of err: OK for nil, the code of an *Error in its
-// chain, Canceled or DeadlineExceeded for context errors, Unknown otherwise.
+// chain, else the code of a gRPC status in it (an error with a GRPCStatus
+// method, as grpc's status.Error returns), Canceled or DeadlineExceeded
+// for context errors, Unknown otherwise.
 func CodeOf(err error) Code {
 	if err == nil {
 		return OK // before e, which escapes: no allocation for a success
 	}
 	var e *Error
-	switch {
-	case errors.As(err, &e):
+	if errors.As(err, &e) {
 		return e.Code
+	}
+	if e := grpcStatusError(err); e != nil {
+		return e.Code
+	}
+	return contextCode(err)
+}
+
+// contextCode is Canceled or DeadlineExceeded for a context error, else
+// Unknown.
+func contextCode(err error) Code {
+	switch {
 	case errors.Is(err, context.Canceled):
 		return Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		return DeadlineExceeded
 	}
 	return Unknown
+}
+
+// statusOf is the *Error a handler's non-nil error err answers with: an
+// *Error in its chain as it is; else a gRPC status in it, with its code,
+// message and details (see grpcStatusError); else Canceled or
+// DeadlineExceeded for a context error, Unknown for any other, with err's
+// text as the message.
+func statusOf(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if e := grpcStatusError(err); e != nil {
+		return e
+	}
+	return &Error{Code: contextCode(err), Msg: err.Error()}
 }
 
 // engineError turns an engine failure into a status error, marked if it

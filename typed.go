@@ -148,7 +148,9 @@ func (s *Session) invokeIntercepted(ctx context.Context, icpt UnaryClientInterce
 func (s *Session) invokeRaw(ctx context.Context, m typedMethod, b []byte, resp any, respCodec codec.Codec) error {
 	data, err := s.callStats(ctx, m.name, m.id, b, nil)
 	if err != nil {
-		if e, ok := err.(*Error); ok && e.Code == Unimplemented && m.typed {
+		// The server has no such method (its refusal never ran), not a
+		// handler that answered Unimplemented with a message of its own.
+		if e, ok := err.(*Error); ok && e.Code == Unimplemented && m.typed && NotExecuted(e) {
 			e.Msg += fmt.Sprintf(" taking %s and returning %s (a method of that name with other types does not match)",
 				m.req, m.resp)
 		}

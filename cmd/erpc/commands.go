@@ -13,7 +13,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/erpc-go/erpc"
@@ -24,19 +23,21 @@ import (
 
 // cli runs the commands over one session.
 type cli struct {
+	root   context.Context // the whole run's: -max-time
 	cfg    *config
 	s      *erpc.Session
 	target string
 	rc     *reflection.Client
 }
 
-func newCLI(cfg *config, s *erpc.Session, target string) *cli {
-	return &cli{cfg: cfg, s: s, target: target, rc: reflection.NewClient(s)}
+func newCLI(root context.Context, cfg *config, s *erpc.Session, target string) *cli {
+	return &cli{root: root, cfg: cfg, s: s, target: target, rc: reflection.NewClient(s)}
 }
 
-// ctx is the context of one call: the deadline and the metadata flags.
+// ctx is the context of one call: the run's, with the deadline and the
+// metadata flags.
 func (c *cli) ctx() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	ctx, cancel := c.root, context.CancelFunc(func() {})
 	if c.cfg.deadline > 0 {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.deadline)
 	}
@@ -62,8 +63,12 @@ func (c *cli) methods() ([]erpc.MethodInfo, error) {
 func (c *cli) failed(what string, err error) error {
 	code := erpc.CodeOf(err)
 	msg := strings.TrimPrefix(err.Error(), "erpc: ")
-	if code == erpc.DeadlineExceeded && !strings.Contains(msg, "-deadline") {
-		msg += fmt.Sprintf(" (-deadline %v)", c.cfg.deadline)
+	if code == erpc.DeadlineExceeded && !strings.Contains(msg, "-deadline") && !strings.Contains(msg, "-max-time") {
+		if c.root.Err() != nil {
+			msg += fmt.Sprintf(" (-max-time %v)", c.cfg.maxTime)
+		} else {
+			msg += fmt.Sprintf(" (-deadline %v)", c.cfg.deadline)
+		}
 	}
 	return &exitError{exitCodeBase + int(code), fmt.Errorf("%s at %s: %s", what, c.target, msg)}
 }
@@ -111,7 +116,7 @@ func (c *cli) list(service string, out io.Writer) error {
 		}
 	}
 	if !found {
-		return &exitError{exitCodeBase + int(erpc.NotFound), fmt.Errorf("the server at %s has no service %q (erpc list %s lists them)", c.target, service, c.target)}
+		return &exitError{exitCodeBase + int(erpc.NotFound), fmt.Errorf("the server at %s has no service %q (erpc %s list lists them)", c.target, service, c.target)}
 	}
 	return nil
 }
@@ -140,7 +145,9 @@ func methodLine(m erpc.MethodInfo) string {
 }
 
 // resolve finds the method a user means by name: its exact name, or the
-// name without its leading slash, or package.Service.Method.
+// name without its leading slash, or package.Service.Method. A name the
+// server does not have comes back as /package.Service/Method if the server
+// has that service, else as it is.
 func resolve(ms []erpc.MethodInfo, name string) string {
 	candidates := []string{name, "/" + name}
 	if i := strings.LastIndexByte(name, '.'); i > 0 && !strings.Contains(name, "/") {
@@ -149,6 +156,14 @@ func resolve(ms []erpc.MethodInfo, name string) string {
 	for _, cand := range candidates {
 		for _, m := range ms {
 			if m.Name == cand {
+				return cand
+			}
+		}
+	}
+	for _, cand := range candidates[1:] {
+		svc, _, ok := reflection.SplitMethodName(cand)
+		for _, m := range ms {
+			if s, _, mok := reflection.SplitMethodName(m.Name); ok && mok && s == svc {
 				return cand
 			}
 		}
@@ -168,68 +183,14 @@ func (c *cli) method(name string) (*reflection.Method, error) {
 	if err != nil {
 		var e *erpc.Error
 		if errors.As(err, &e) && e.Code == erpc.NotFound {
-			return nil, &exitError{exitCodeBase + int(erpc.NotFound), fmt.Errorf("%s (at %s; erpc list -l %s lists them)", e.Msg, c.target, c.target)}
+			if why := c.notCallable(name); why != nil {
+				return nil, why
+			}
+			return nil, &exitError{exitCodeBase + int(erpc.NotFound), fmt.Errorf("%s (at %s; erpc %s list -l lists them)", e.Msg, c.target, c.target)}
 		}
 		return nil, c.failed("describe "+name, err)
 	}
 	return m, nil
-}
-
-// describe prints a method, service, message or enum.
-func (c *cli) describe(name string, out io.Writer) error {
-	ms, err := c.methods()
-	if err != nil {
-		return err
-	}
-	full := resolve(ms, name)
-	for _, m := range ms {
-		if m.Name == full {
-			return c.describeMethod(full, out)
-		}
-	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	d, err := c.rc.FindSymbol(ctx, strings.TrimPrefix(name, "."))
-	if err != nil {
-		if erpc.CodeOf(err) == erpc.NotFound {
-			return &exitError{exitCodeBase + int(erpc.NotFound), fmt.Errorf(
-				"the server at %s has no method %q, and its protobuf registry no symbol of that name (erpc list -l %s lists the methods)",
-				c.target, name, c.target)}
-		}
-		return c.failed("describe "+name, err)
-	}
-	fmt.Fprint(out, describeDescriptor(d))
-	return nil
-}
-
-func (c *cli) describeMethod(name string, out io.Writer) error {
-	m, err := c.method(name)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out, methodLine(m.MethodInfo))
-	codec := m.Codec
-	if codec == "" {
-		codec = "none: a raw handler of bytes"
-	}
-	run := "inline, on the event loop"
-	if m.Background {
-		run = "in the background (erpc.Background)"
-	}
-	fmt.Fprintf(out, "  codec: %s\n  runs: %s\n", codec, run)
-	if m.Descriptor != nil {
-		fmt.Fprintf(out, "  defined in %s as:\n    %s\n", m.Descriptor.ParentFile().Path(), rpcLine(m.Descriptor))
-	}
-	for _, md := range []protoreflect.MessageDescriptor{m.Request, m.Response} {
-		if md != nil {
-			fmt.Fprintln(out)
-			fmt.Fprint(out, describeDescriptor(md))
-		}
-		if m.Request == m.Response {
-			break
-		}
-	}
-	return nil
 }
 
 // call calls the method name with the JSON request req and prints the
@@ -238,6 +199,14 @@ func (c *cli) call(name string, req []byte, out io.Writer) error {
 	m, err := c.method(name)
 	if err != nil {
 		return err
+	}
+	if m.Descriptor != nil && isStream(m.Descriptor) {
+		return &exitError{exitCodeBase + int(erpc.Unimplemented), fmt.Errorf("%s is %s", m.Name, streamNote)}
+	}
+	if m.Codec == "proto" || m.Codec == "json" {
+		if req, err = oneMessage(m.Name, req); err != nil {
+			return &exitError{exitFailure, fmt.Errorf("the request is not JSON%s: %v", ofType(m), err)}
+		}
 	}
 	// Resolving the types of Any fields may ask the server too, within
 	// a deadline of its own.
@@ -252,7 +221,7 @@ func (c *cli) call(name string, req []byte, out io.Writer) error {
 		}
 		msg := dynamicpb.NewMessage(m.Request)
 		if err := (protojson.UnmarshalOptions{Resolver: c.rc.Resolver(resolveCtx)}).Unmarshal(req, msg); err != nil {
-			return &exitError{exitFailure, fmt.Errorf("the request is not JSON of type %s: %v\n(erpc describe %s %s shows the message)",
+			return &exitError{exitFailure, fmt.Errorf("the request is not JSON of type %s: %v\n(erpc %s describe %s shows the message)",
 				m.Request.FullName(), err, c.target, m.Request.FullName())}
 		}
 		if body, err = proto.Marshal(msg); err != nil {
@@ -295,6 +264,14 @@ func (c *cli) call(name string, req []byte, out io.Writer) error {
 	}
 	_, err = out.Write(text)
 	return err
+}
+
+// ofType is " of type T" for a method whose request type is known.
+func ofType(m *reflection.Method) string {
+	if m.Request != nil {
+		return fmt.Sprintf(" of type %s", m.Request.FullName())
+	}
+	return ""
 }
 
 // callFailed is the error of a call, with its details decoded where the

@@ -10,8 +10,12 @@ import (
 // describeDescriptor prints d as .proto text, after a comment that names
 // it and its file. Types are written by their full names. (Comments of
 // the original .proto are not in the descriptors a Go program carries.)
-func describeDescriptor(d protoreflect.Descriptor) string {
-	p := &printer{}
+func describeDescriptor(d protoreflect.Descriptor) string { return describeNoted(d, nil) }
+
+// describeNoted is describeDescriptor with a note after each method that
+// note gives one for (nil: none).
+func describeNoted(d protoreflect.Descriptor, note func(protoreflect.MethodDescriptor) string) string {
+	p := &printer{note: note}
 	fmt.Fprintf(&p.b, "// %s, in %s\n", d.FullName(), d.ParentFile().Path())
 	switch d := d.(type) {
 	case protoreflect.MessageDescriptor:
@@ -21,7 +25,7 @@ func describeDescriptor(d protoreflect.Descriptor) string {
 	case protoreflect.ServiceDescriptor:
 		p.service(d)
 	case protoreflect.MethodDescriptor:
-		p.line(0, "%s", rpcLine(d))
+		p.line(0, "%s%s", rpcLine(d), p.noteOf(d))
 	case protoreflect.FieldDescriptor:
 		if d.IsExtension() {
 			p.line(0, "extend %s {", d.ContainingMessage().FullName())
@@ -52,7 +56,21 @@ func rpcLine(m protoreflect.MethodDescriptor) string {
 		stream(m.IsStreamingClient()), m.Input().FullName(), stream(m.IsStreamingServer()), m.Output().FullName())
 }
 
-type printer struct{ b strings.Builder }
+type printer struct {
+	b    strings.Builder
+	note func(protoreflect.MethodDescriptor) string
+}
+
+// noteOf is the note after method m, with its separator; "" if none.
+func (p *printer) noteOf(m protoreflect.MethodDescriptor) string {
+	if p.note == nil {
+		return ""
+	}
+	if n := p.note(m); n != "" {
+		return "  // " + n
+	}
+	return ""
+}
 
 func (p *printer) line(depth int, format string, args ...any) {
 	p.b.WriteString(strings.Repeat("  ", depth))
@@ -160,7 +178,8 @@ func (p *printer) enum(e protoreflect.EnumDescriptor, depth int) {
 func (p *printer) service(s protoreflect.ServiceDescriptor) {
 	p.line(0, "service %s {", s.Name())
 	for i := range s.Methods().Len() {
-		p.line(1, "%s", rpcLine(s.Methods().Get(i)))
+		m := s.Methods().Get(i)
+		p.line(1, "%s%s", rpcLine(m), p.noteOf(m))
 	}
 	p.line(0, "}")
 }

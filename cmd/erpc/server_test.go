@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "google.golang.org/protobuf/types/known/wrapperspb" // the type of an Any in TestCall, for the server's registry
@@ -111,6 +114,8 @@ func serveForTest(mode string) {
 			return &addResp{Sum: req.A + req.B}, nil
 		}, erpc.WithCodec(codec.JSON{})))
 		check(srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) { return req, nil }))
+		check(registerWatcher())
+		check(srv.Handle("/erpc.clitest.v1.Watcher/Peek", func(ctx context.Context, req []byte) ([]byte, error) { return nil, nil }))
 	}
 	listen := os.Getenv(listenEnv)
 	if listen == "" {
@@ -215,4 +220,34 @@ func sortedLines(s string) []string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	sort.Strings(lines)
 	return lines
+}
+
+// registerWatcher adds to the protobuf registry, which the reflection
+// service serves, a service whose .proto declares what the server does not
+// all serve: Watch, a stream; Peek, served (as a raw handler); Later, not
+// served. It is built here rather than in shop.proto so that testpb stays
+// what protoc-gen-go-erpc makes of a service it serves whole.
+func registerWatcher() error {
+	str := func(s string) *string { return &s }
+	yes := true
+	rpc := func(name, in, out string, stream bool) *descriptorpb.MethodDescriptorProto {
+		m := &descriptorpb.MethodDescriptorProto{Name: str(name), InputType: str(in), OutputType: str(out)}
+		if stream {
+			m.ServerStreaming = &yes
+		}
+		return m
+	}
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
+		Name: str("erpc/clitest/v1/watch.proto"), Package: str("erpc.clitest.v1"), Syntax: str("proto3"),
+		Dependency: []string{"erpc/clitest/v1/shop.proto", "google/protobuf/empty.proto"},
+		Service: []*descriptorpb.ServiceDescriptorProto{{Name: str("Watcher"), Method: []*descriptorpb.MethodDescriptorProto{
+			rpc("Watch", ".erpc.clitest.v1.WaitRequest", ".erpc.clitest.v1.Caller", true),
+			rpc("Peek", ".google.protobuf.Empty", ".erpc.clitest.v1.Caller", false),
+			rpc("Later", ".google.protobuf.Empty", ".google.protobuf.Empty", false),
+		}}},
+	}, protoregistry.GlobalFiles)
+	if err != nil {
+		return err
+	}
+	return protoregistry.GlobalFiles.RegisterFile(fd)
 }

@@ -28,8 +28,8 @@ func TestTargetForms(t *testing.T) {
 	}
 	for _, host := range forms {
 		target := fmt.Sprintf("%s:%d", host, ap.Port())
-		expect(t, erpcCmd(t, "", "health", target), 0, "SERVING\n", "")
-		expect(t, erpcCmd(t, "", "call", target, "Add", `{"A": 2, "B": 3}`), 0, `"Sum": 5`, "")
+		expect(t, erpcCmd(t, "", target, "health"), 0, "SERVING\n", "")
+		expect(t, erpcCmd(t, "", "-d", `{"A": 2, "B": 3}`, target, "Add"), 0, `"Sum": 5`, "")
 	}
 
 	dead, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -39,6 +39,6 @@ func TestTargetForms(t *testing.T) {
 	port := dead.LocalAddr().(*net.UDPAddr).Port
 	dead.Close()
 	target := fmt.Sprintf("localhost:%d", port)
-	expect(t, erpcCmd(t, "", "-connect-timeout", "300ms", "health", target), 1, "",
+	expect(t, erpcCmd(t, "", "-connect-timeout", "300ms", target, "health"), 1, "",
 		fmt.Sprintf("127.0.0.1:%d: no answer yet", port)) // after [::1]'s where localhost has both
 }

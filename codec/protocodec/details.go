@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/erpc-go/erpc"
@@ -27,7 +26,9 @@ func ErrorWithDetails(code erpc.Code, msg string, details ...proto.Message) (*er
 }
 
 // Details returns the protobuf messages attached to err (an *erpc.Error
-// in its chain), decoded with the types linked into the program. A detail
+// in its chain), decoded with the types linked into the program. A
+// detail's Type is a message name or, for one that came from a gRPC status
+// with an unusual type URL prefix, the whole URL. A detail
 // of a type the program does not know, or that does not decode, is an
 // error (the others are still returned).
 func Details(err error) ([]proto.Message, error) {
@@ -38,7 +39,7 @@ func Details(err error) ([]proto.Message, error) {
 	var out []proto.Message
 	var first error
 	for _, d := range e.Details {
-		mt, err := protoregistry.GlobalTypes.FindMessageByName(protoreflect.FullName(d.Type))
+		mt, err := protoregistry.GlobalTypes.FindMessageByURL(d.Type) // a name is a URL without prefix
 		if err != nil {
 			first = firstErr(first, fmt.Errorf("protocodec: detail of type %q: %w", d.Type, err))
 			continue

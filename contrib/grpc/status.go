@@ -1,18 +1,37 @@
 // Package erpcgrpc lets one implementation serve over gRPC and erpc and
-// keep its errors' codes on both. erpc's status codes are gRPC's, but each
-// side knows only its own error type: a handler that returns a gRPC status
-// (status.Error) reaches erpc callers as Unknown, and one that returns an
-// *erpc.Error reaches gRPC callers as Unknown. Two server interceptors fix
-// that, one for each server:
+// keep its errors' codes on both, and lets erpc callers read erpc errors
+// as gRPC statuses. erpc's status codes are gRPC's.
 //
-//	esrv := erpc.NewServer(erpc.ChainUnaryInterceptor(erpcgrpc.ERPCServerInterceptor()))
+// A handler that returns a gRPC status error (status.Error, st.Err())
+// needs nothing: erpc answers with its code, message and details as they
+// are (the core reads any error with a GRPCStatus method without importing
+// gRPC). ERPCServerInterceptor, which did that before, still works and is
+// no longer needed.
+//
+// The other way needs this package, since only a package that imports
+// gRPC can give an error the GRPCStatus method that grpc's status.FromError
+// looks for. A handler that returns an *erpc.Error served over gRPC needs
+// GRPCServerInterceptor; an erpc caller reads a call's error as a gRPC
+// status with FromError (or Code), or installs ERPCClientInterceptor on its
+// session so that grpc's own status.FromError and status.Code work on the
+// errors its calls return:
+//
 //	gsrv := grpc.NewServer(grpc.ChainUnaryInterceptor(erpcgrpc.GRPCServerInterceptor()))
-//	greeterpb.RegisterGreeterERPCServer(esrv, impl)
+//	greeterpb.RegisterGreeterERPCServer(esrv, impl) // no interceptor needed
 //	greeterpb.RegisterGreeterServer(gsrv, impl)
 //
+//	s, err := erpc.Dial(ctx, target, erpc.WithUnaryClientInterceptors(erpcgrpc.ERPCClientInterceptor()))
+//	...
+//	_, err = client.SayHello(ctx, req)
+//	st, _ := status.FromError(err) // the server's code, message and details
+//
 // The code, the message and the details travel: a gRPC status's details
-// (Any messages) become erpc.Details with the Any's type name and value
-// (what codec/protocodec.Details decodes), and back.
+// (Any messages) become erpc.Details whose Type is the Any's message name
+// (the whole type URL when its prefix is not type.googleapis.com/) and
+// whose Value is the Any's value, what codec/protocodec.Details decodes;
+// and back. One difference remains: an erpc caller's Canceled or
+// DeadlineExceeded error answered by the server's handler has a message
+// that names the call ahead of the handler's.
 //
 // Import it under a name of its own beside gRPC's package:
 //
@@ -39,7 +58,8 @@ const typeURLPrefix = "type.googleapis.com/"
 
 // ERPCServerInterceptor returns an erpc server interceptor that turns a
 // handler's gRPC status error into an *erpc.Error with the same code,
-// message and details (ToERPC). Other errors pass unchanged.
+// message and details (ToERPC). Other errors pass unchanged. It is no
+// longer needed: erpc answers a gRPC status error the same way without it.
 func ERPCServerInterceptor() erpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, _ *erpc.UnaryServerInfo, next erpc.UnaryHandler) (any, error) {
 		resp, err := next(ctx, req)
@@ -107,14 +127,15 @@ func FromStatus(st *status.Status) *erpc.Error {
 		e.Code = erpc.Code(c)
 	}
 	for _, d := range p.GetDetails() {
-		e.Details = append(e.Details, erpc.Detail{Type: typeName(d.GetTypeUrl()), Value: d.GetValue()})
+		e.Details = append(e.Details, erpc.Detail{Type: detailType(d.GetTypeUrl()), Value: d.GetValue()})
 	}
 	return e
 }
 
 // ToStatus returns the gRPC status of an *erpc.Error: the same code
 // (Unknown for OK, which is no error's), message and details (each an Any
-// of type URL type.googleapis.com/ plus the detail's type name).
+// of type URL type.googleapis.com/ plus the detail's type name, or the
+// type itself when it is a URL already).
 func ToStatus(e *erpc.Error) *status.Status {
 	code := codes.Code(e.Code)
 	if code == codes.OK {
@@ -122,12 +143,24 @@ func ToStatus(e *erpc.Error) *status.Status {
 	}
 	p := &spb.Status{Code: int32(code), Message: e.Msg}
 	for _, d := range e.Details {
-		p.Details = append(p.Details, &anypb.Any{TypeUrl: typeURLPrefix + d.Type, Value: d.Value})
+		p.Details = append(p.Details, &anypb.Any{TypeUrl: typeURL(d.Type), Value: d.Value})
 	}
 	return status.FromProto(p)
 }
 
-// typeName is the message name of a type URL: what follows its last slash.
-func typeName(url string) string {
-	return url[strings.LastIndexByte(url, '/')+1:]
+// detailType is the erpc.Detail Type of an Any's type URL: the message
+// name for the usual prefix, else the URL whole (as the erpc core does).
+func detailType(url string) string {
+	if name, ok := strings.CutPrefix(url, typeURLPrefix); ok {
+		return name
+	}
+	return url
+}
+
+// typeURL is the Any type URL of an erpc.Detail Type.
+func typeURL(typ string) string {
+	if strings.Contains(typ, "/") {
+		return typ
+	}
+	return typeURLPrefix + typ
 }
