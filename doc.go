@@ -146,7 +146,8 @@
 // session; contrib/otel and contrib/prometheus are built on it. Package
 // health serves erpc.health.v1, package reflection lets the erpc command
 // list and call a server's methods, and protoc-gen-go-erpc generates
-// stubs whose server interface a gRPC server accepts unchanged.
+// stubs with gRPC's method signatures, so that one implementation serves
+// erpc and gRPC clients.
 //
 // # Platforms
 //
@@ -155,8 +156,8 @@
 // busy-poll receives, and shared memory (Linux 5.1 or later). Elsewhere
 // (macOS, Windows, the BSDs) UDP runs on package udp's portable path, a
 // net.UDPConn read by a goroutine of its own, one datagram per system
-// call; WithPaths above 1 fails there, and an shm:// address reports
-// shm.ErrNotSupported. The in-memory network runs everywhere.
+// call; Listen with WithPaths above 1 fails there, and an shm:// address
+// reports shm.ErrNotSupported. The in-memory network runs everywhere.
 //
 // # Security
 //
@@ -188,7 +189,7 @@
 // Metadata, interceptors, NotExecuted); options, Stats fields, the
 // transport interface and the wire format (internal/wire's version, 2) are
 // the likeliest to change. Peers of different wire versions drop each
-// other's packets, so both ends must run the same release line.
+// other's packets and never connect: both ends must speak the same one.
 //
 // # Where things are
 //
