@@ -24,8 +24,8 @@
 //
 // A target's host may be a name ("db.internal:31850"), looked up with the
 // dial's context, whose addresses are tried in turn, or an IPv4 or IPv6
-// address ("[fd00::1]:31850"). An endpoint listening on "[::]" or ":0"
-// is dual-stack: it serves, and dials, both families.
+// address ("[fd00::1]:31850"). An endpoint listening on "[::]",
+// "0.0.0.0" or ":0" is dual-stack: it serves, and dials, both families.
 //
 // Typed handlers and calls use generics and a codec chosen by type
 // (encoding.BinaryMarshaler, []byte, or protobuf messages with package
