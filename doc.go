@@ -24,8 +24,8 @@
 //
 // A target's host may be a name ("db.internal:31850"), looked up with the
 // dial's context, whose addresses are tried in turn, or an IPv4 or IPv6
-// address ("[fd00::1]:31850"). An endpoint listening on "[::]" or ":0"
-// is dual-stack: it serves, and dials, both families.
+// address ("[fd00::1]:31850"). An endpoint listening on "[::]",
+// "0.0.0.0" or ":0" is dual-stack: it serves, and dials, both families.
 //
 // Typed handlers and calls use generics and a codec chosen by type
 // (encoding.BinaryMarshaler, []byte, or protobuf messages with package
@@ -119,16 +119,111 @@
 // duplication, reordering, NAT rebinding and port reuse) and against
 // attackers who cannot read the traffic; see Limitations.
 //
+// # Congestion control, multipath and overload
+//
+// Each client session keeps a delay-based window (Swift-style, package
+// internal/cc): a target delay above the measured base round trip, net of
+// the server's handling time, paced when congested and bypassed when not.
+// Sessions to a loopback address or over shared memory run on credits
+// alone; WithoutCongestionControl turns it off everywhere. WithPaths(k)
+// spreads a session's packets over k UDP source ports (SRD's multipath),
+// choosing per packet the less queued of two paths.
+//
+// A server holds a bounded number of requests and bytes; beyond them a
+// request is refused at once with ResourceExhausted (NEBULA's fail-fast).
+// WithWorkers runs Background handlers on a fixed pool, WithSLO bounds its
+// queue by a latency target, and Stats.NacksLastSecond says how much the
+// server refuses.
+//
+// # Interceptors, metadata and observability
+//
+// ChainUnaryInterceptor (server) and WithUnaryClientInterceptors (endpoint)
+// wrap Handle and Register handlers and Call and Invoke calls, as gRPC's
+// unary interceptors do. Metadata travels beside a request:
+// NewOutgoingContext or AppendToOutgoingContext on the caller's context,
+// IncomingMetadata and PeerFromContext in the handler's. A StatsHandler
+// (WithStatsHandler) sees every call, the raw path's too, and every
+// session; contrib/otel and contrib/prometheus are built on it. Package
+// health serves erpc.health.v1, package reflection lets the erpc command
+// list and call a server's methods, and protoc-gen-go-erpc generates
+// stubs with gRPC's method signatures, so that one implementation serves
+// erpc and gRPC clients.
+//
+// # Platforms
+//
+// erpc-go needs Go 1.26 or later. Linux is the full platform: UDP with
+// batched system calls, GSO and GRO, several paths (WithPaths) and
+// busy-poll receives, and shared memory (Linux 5.1 or later). Elsewhere
+// (macOS, Windows, the BSDs) UDP runs on package udp's portable path, a
+// net.UDPConn read by a goroutine of its own, one datagram per system
+// call; Listen with WithPaths above 1 fails there, and an shm:// address
+// reports shm.ErrNotSupported. The in-memory network runs everywhere.
+//
+// # Security
+//
+// There is no encryption or authentication of sessions yet: session tokens
+// travel in clear, so an attacker who reads the traffic can read every
+// request and response, forge requests, end sessions, and make a handler
+// run twice; so can one who has read a session's token and sends from its
+// client's IP (a neighbour behind the same NAT). The random tokens stop
+// blind, off-path spoofing only; a few checks make the rest harder, none
+// makes it impossible (internal/wire's doc, Threat model). A shared-memory
+// peer is treated as hostile and known by what the kernel vouches for
+// (SO_PEERCRED), never by what it claims. Run erpc on a trusted network,
+// or inside an encrypted overlay, until TLS lands.
+//
 // # Limitations
 //
-// Messages are at most 8 MiB by default (WithMaxMessageSize). There is no
-// encryption or authentication yet: session tokens travel in clear, so an
-// attacker who reads the traffic can forge packets, end sessions, and make a
-// handler run twice; so can one who has read a session's token and sends
-// from its client's IP (a neighbour behind the same NAT). A few checks make
-// it harder, none makes it impossible (internal/wire's doc, Threat model);
-// run erpc on a trusted network. Handlers run on the event loop unless
-// registered with Background: one that blocks holds every call of its
-// endpoint meanwhile (logged after WithStallLog). Unary calls only: no
-// streaming yet.
+// Messages are at most 8 MiB by default (WithMaxMessageSize). Handlers run
+// on the event loop unless registered with Background: one that blocks
+// holds every call of its endpoint meanwhile (logged after WithStallLog).
+// Unary calls only: no streaming yet. A Session talks to one server: there
+// is no client-side load balancing over several. The transports are UDP,
+// shared memory and the in-memory network: no TCP, no kernel bypass.
+//
+// # Stability
+//
+// erpc-go is v0: its API and its wire format may change between minor
+// versions. The API's shape follows gRPC's and is meant to stay (Server,
+// Handle, Register, Listen, Dial, Session.Call, Invoke, the status codes,
+// Metadata, interceptors, NotExecuted); options, Stats fields, the
+// transport interface and the wire format (internal/wire's version, 2) are
+// the likeliest to change. Peers of different wire versions drop each
+// other's packets and never connect: both ends must speak the same one.
+//
+// # Where things are
+//
+// The root package, by concern:
+//
+//   - The event loop: loop.go (receive, dispatch, send, timers, park),
+//     spin.go (the default mode's adaptive spin window), busypoll.go (a
+//     busy-polling loop's hold on its thread), watch.go (whether a
+//     goroutine is the loop, and the stall log), queue.go (the commands
+//     other goroutines hand the loop), endpoint.go (Endpoint: Listen,
+//     transports by scheme, Post, Close, Shutdown, Stats).
+//   - The protocol engine: internal/proto (sans-I/O; its doc says what
+//     differs from eRPC), internal/wire (the packet format and the threat
+//     model), internal/cc (congestion control and path choice),
+//     internal/simnet (the simulated network of the protocol tests).
+//   - Sessions and calls: session.go (Session, reconnects), call.go (Call,
+//     Go, completions), dial.go (targets and name look-up), dial_each.go
+//     (trying a target's addresses in turn), uncongested.go (peers that
+//     skip congestion control).
+//   - Requests and workers: server.go (Server, registration), handler.go
+//     (Handle, HandleRaw, Background; serving a request inline or on a
+//     worker), request.go and request_read.go (the Request handle, its
+//     answers and its reference-counted reads), context.go (a handler's
+//     context), worker.go (the worker pools).
+//   - Admission: slo.go (Dispatch, WithSLO); the held-request bounds are
+//     the engine's (options.go's WithMaxHeldRequests and WithMaxHeldBytes).
+//   - Typed API: typed.go and typed_cache.go (Register, Invoke), method.go
+//     (method IDs), package codec.
+//   - Interceptors and stats: interceptor.go, metadata.go, stats.go
+//     (Endpoint.Stats), stats_handler.go (StatsHandler).
+//   - Errors: status.go (Code, Error, error payloads), notexecuted.go
+//     (NotExecuted, the never-ran proofs).
+//   - Options: options.go.
+//   - Transports: package transport (the interface) and transport/udp,
+//     transport/shm, transport/memnet; transport/transporttest and
+//     transport/rpctest are the suites each passes.
 package erpc

@@ -17,9 +17,11 @@
 // # Protocol
 //
 // The wire protocol is eRPC's client-driven protocol: the server sends a
-// packet only in reply to a client packet, so it keeps no timers and no
-// congestion state. A request of N packets and a response of M packets cost
-// N+M-1 packets each way:
+// packet only in reply to a client packet (the one exception is the
+// best-effort notice that ends a session it closes or reaps), so it keeps
+// no retransmission timers and no congestion window, only the sweeps that
+// reap idle and half-open sessions. A request of N packets and a response
+// of M packets cost N+M-1 packets each way:
 //
 //	client                          server
 //	Req 0..N-2            ->        <- CR (credit return) for each

@@ -177,8 +177,10 @@
 // # Packet exchange
 //
 // The protocol is client-driven (eRPC): a server sends a packet only in reply
-// to a client packet. Client to server: [TypeReq], [TypeRFR], [TypeCancel],
-// [TypeConnect], [TypeDisconnect], [TypePing], [TypePathResponse]. Server to
+// to a client packet, but for the closing notice ([TypeReset] with
+// [CodeServerClosing]) that ends a session it closes or reaps. Client to
+// server: [TypeReq], [TypeRFR], [TypeCancel], [TypeConnect],
+// [TypeDisconnect], [TypePing], [TypePathResponse]. Server to
 // client: [TypeCR], [TypeResp], [TypeNack], [TypeCancelAck],
 // [TypeConnectAck], [TypePong], [TypeReset], [TypePathChallenge]. The engine
 // in internal/proto gives them their meaning.

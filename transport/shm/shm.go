@@ -99,7 +99,7 @@
 // the socket file's permissions decide who may connect at all. (Beyond
 // sight: renames of a claimed path's parent directories and mounts over
 // them, which only those who control the path can make.)
-
+//
 // Waiting follows the shmipc-go protocol: the endpoint's loop spins (see
 // erpc.WithSpin, and Options.Spin here), then sets a "sleeping" word of its
 // own in each connection's shared header page (in its own memory: the

@@ -3,8 +3,11 @@
 // through the socket's RawConn (no allocation per datagram), a lone
 // datagram with recvfrom and sendto (the cheapest calls), a busy-polling
 // loop waits with back-to-back receives (Poll), and Wait parks in the Go
-// netpoller; elsewhere, or built with the erpc_portable tag,
-// it uses the portable net.UDPConn path with a reader goroutine.
+// netpoller; trains of equal-sized datagrams to one peer go out as one GSO
+// send and come in through GRO, and Options.Paths opens several sockets
+// (multipath). Elsewhere, or built with the erpc_portable tag, it uses the
+// portable net.UDPConn path with a reader goroutine: one datagram per
+// system call, no GSO or GRO, no Poll, and Listen fails with Paths above 1.
 package udp
 
 import (
