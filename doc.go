@@ -220,8 +220,9 @@
 //     (method IDs), package codec.
 //   - Interceptors and stats: interceptor.go, metadata.go, stats.go
 //     (Endpoint.Stats), stats_handler.go (StatsHandler).
-//   - Errors: status.go (Code, Error, error payloads), notexecuted.go
-//     (NotExecuted, the never-ran proofs).
+//   - Errors: status.go (Code, Error, error payloads), status_grpc.go (a
+//     handler's gRPC status error read without importing gRPC),
+//     notexecuted.go (NotExecuted, the never-ran proofs).
 //   - Options: options.go.
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
