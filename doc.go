@@ -94,7 +94,10 @@
 // does not have, Unimplemented with its name. NotExecuted (errors.Is with
 // ErrNotExecuted) tells a failure that provably never ran from one that
 // may have (see Delivery). A refusal of one call, by the server or
-// locally, leaves its session up for the next.
+// locally, leaves its session up for the next. A handler may return gRPC
+// status errors (grpc's status.Error): erpc reads any error with a
+// GRPCStatus method, without importing gRPC, and answers with its code,
+// message and details.
 //
 // # Delivery
 //

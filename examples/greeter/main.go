@@ -9,7 +9,7 @@
 //	greeter hello -grpc 127.0.0.1:50051 ""   # the error path: InvalidArgument with a BadRequest detail
 //
 // The erpc side has erpc's health and reflection services, so the erpc
-// command works on it (`erpc list 127.0.0.1:50051`, `erpc call ...`); the
+// command works on it (`erpc 127.0.0.1:50051 list`, `erpc -d '{...}' 127.0.0.1:50051 METHOD`); the
 // gRPC side has gRPC's, for grpcurl and grpc_health_probe.
 //
 // Its code is generated from proto/greeter/v1/greeter.proto by gen.sh
@@ -115,10 +115,10 @@ type servers struct {
 func start(impl *Greeter, grpcAddr, erpcAddr string) (*servers, error) {
 	s := &servers{grpcDone: make(chan error, 1), grpcCheck: ghealth.NewServer(), erpcCheck: health.NewServer()}
 
-	// erpc: the greeter, health and reflection. The interceptor turns
-	// the gRPC statuses SayHello returns into erpc errors of the same
-	// code and details.
-	esrv := erpc.NewServer(erpc.ChainUnaryInterceptor(erpcgrpc.ERPCServerInterceptor()))
+	// erpc: the greeter, health and reflection. The gRPC statuses
+	// SayHello returns reach erpc callers with their code and details as
+	// they are: no interceptor is needed.
+	esrv := erpc.NewServer()
 	if err := greeterpb.RegisterGreeterERPCServer(esrv, impl); err != nil {
 		return nil, err
 	}
