@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/erpc-go/erpc"
 	"time"
 )
 
@@ -35,92 +34,6 @@ func (b *bench) pin() {
 	}
 }
 
-// peer is one system with its running server and client.
-type peer struct {
-	system string
-	srv    *server
-	cli    client
-}
-
-func (p *peer) stop() {
-	if p.cli != nil {
-		p.cli.close()
-	}
-	if p.srv != nil {
-		p.srv.stop()
-	}
-}
-
-// start brings up system's server and a client connected to it.
-func (b *bench) start(system string, loss float64) (*peer, error) {
-	cfg := b.cfg
-	defer watchdog("starting "+system, 60*time.Second)()
-	if system == "memcpy" {
-		return &peer{system: system, cli: memcpyClient{}}, nil
-	}
-	// erpc-udp is erpc over UDP beside erpc over another -transport.
-	srvSys, tr := system, cfg.transport
-	switch system {
-	case "erpc-udp":
-		srvSys, tr = "erpc", "udp"
-	case "erpc-nocc": // congestion control is the client's: the server is erpc's
-		srvSys = "erpc"
-	}
-	srv, err := startServer(srvConfig{system: srvSys, transport: tr, busy: cfg.busy,
-		loss: loss, window: cfg.window, cpu: b.srvCPU})
-	if err != nil {
-		return nil, err
-	}
-	p := &peer{system: system, srv: srv}
-	switch system {
-	case "erpc", "erpc-call", "erpc-udp", "erpc-nocc":
-		opts := erpcOptions(cfg.busy, cfg.window)
-		if system == "erpc-nocc" {
-			opts = append(opts, erpc.WithoutCongestionControl())
-		}
-		p.cli, err = newErpcClient(srv.addr, tr, opts, loss, system != "erpc-call")
-	case "raw-udp":
-		p.cli, err = newRawUDPClient(srv.addr, cfg)
-	case "udp-floor", "udp-plain":
-		p.cli, err = newUDPFloorClient(srv, system == "udp-plain")
-	case "raw-shm":
-		p.cli, err = newRawShmClient(srv)
-	case "grpc":
-		p.cli, err = newGRPCClient(srv.addr)
-	case "netrpc":
-		p.cli, err = newNetRPCClient(srv.addr)
-	case "drpc":
-		p.cli, err = newDRPCClient(srv.addr)
-	default:
-		err = fmt.Errorf("unknown system %q", system)
-	}
-	if err != nil {
-		p.stop()
-		return nil, fmt.Errorf("%s client: %w", system, err)
-	}
-	return p, nil
-}
-
-func (b *bench) runScenario() error {
-	switch b.cfg.scenario {
-	case "latency", "rate", "table", "bandwidth":
-		return b.runGrid(0, nil)
-	case "sessions":
-		return b.runSessions()
-	case "loss":
-		return b.runLoss()
-	case "raft":
-		return b.runRaft()
-	case "slo":
-		return b.runSLO()
-	case "incast":
-		return b.runIncast()
-	case "multipath":
-		return b.runMultipath()
-	}
-	return errNotBuilt(b.cfg.scenario)
-}
-
 // points lists the scenario's size x concurrency grid.
 func (b *bench) points(sessions int, loss float64) []point {
 	var ps []point
@@ -135,6 +48,13 @@ func (b *bench) points(sessions int, loss float64) []point {
 		}
 	}
 	return ps
+}
+
+// start brings up system's server and a client connected to it.
+func (b *bench) start(system string, loss float64) (*peer, error) {
+	cfg := b.cfg
+	return startPeer(system, peerConfig{transport: cfg.transport, busy: cfg.busy, window: cfg.window,
+		rawDgram: cfg.rawDgram, rawWindow: cfg.rawWindow, loss: loss, cpu: b.srvCPU})
 }
 
 // runGrid measures every point on every system, systems in turn for each
@@ -233,27 +153,9 @@ func (b *bench) err() error {
 	return nil
 }
 
-// transportOf names what a system runs over.
-func transportOf(system, erpcTransport string) string {
-	switch system {
-	case "erpc", "erpc-call", "erpc-nocc":
-		return erpcTransport
-	case "memcpy":
-		return "mem"
-	case "raw-udp", "udp-floor", "udp-plain", "erpc-udp":
-		return "udp"
-	case "raw-shm":
-		return "shm"
-	}
-	return "tcp"
-}
-
 // runLoss measures erpc under each loss rate, with loss injected on both
 // endpoints, and relates throughput to the lossless run of the same point.
 func (b *bench) runLoss() error {
-	if b.cfg.testbed {
-		return b.runLossTestbed()
-	}
 	losses := []float64{0}
 	for _, l := range b.cfg.loss {
 		if l != 0 {

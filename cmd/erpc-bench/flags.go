@@ -12,35 +12,27 @@ import (
 
 // config is the parsed command line of a client run.
 type config struct {
-	scenario  string
-	sizes     []int
-	conc      []int
-	sessions  []int
-	loss      []float64
-	resp      int // response size; 0 = echo (same as the request)
-	dur       time.Duration
-	warmup    time.Duration
-	systems   []string // erpc first, then -vs
-	transport string
-	json      bool
-	plot      string
-	busy      bool
-	quick     bool
-	pin       bool
-	window    int
+	outSettings
+	sizes    []int
+	conc     []int
+	sessions []int
+	loss     []float64
+	resp     int // response size; 0 = echo (same as the request)
+	plot     string
+	quick    bool
+	pin      bool
+	window   int
 	// rateSessions: the rate scenario's erpc sessions per point (-sessions).
 	rateSessions int
 	rawDgram     int
 	rounds       int // grid scenarios: interleaved rounds per point (runGrid)
 	rawWindow    int
-	progress     bool
-	slo          *sloConfig // the slo scenario's flags
-	net          *netConfig // incast and multipath flags (net_flags.go)
-	testbed      bool       // loss: over nftables loss on a namespace testbed (net_loss.go)
+	// ext is the scenario's own part of the command line, typed by the
+	// scenario that parsed it (slo: *sloConfig; incast, multipath:
+	// *netConfig).
+	ext     any
+	testbed bool // loss: over nftables loss on a namespace testbed (net_loss.go)
 }
-
-// allSystems lists every system erpc-bench knows, in display order.
-var allSystems = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "udp-floor", "udp-plain", "raw-shm", "grpc", "netrpc", "drpc"}
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
 // reduced grid for -quick.
@@ -55,20 +47,11 @@ var scenarioDefaults = map[string]defaults{
 	"loss":      {"32,64K", "8", "32", "8"},
 }
 
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft incast multipath")
-	}
-	if args[0] == "raft" {
-		return parseRaftFlags(args[1:], stderr)
-	}
-	if args[0] == "slo" {
-		return parseSLOFlags(args[1:], stderr)
-	}
-	if args[0] == "incast" || args[0] == "multipath" {
-		return parseNetFlags(args[0], args[1:], stderr)
-	}
-	c := &config{scenario: args[0]}
+// parseGridFlags parses the command line of the scenarios that measure
+// a grid of points on the systems (latency, rate, table, bandwidth,
+// sessions, loss); args[0] is the scenario.
+func parseGridFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{outSettings: outSettings{scenario: args[0]}}
 	d, ok := scenarioDefaults[c.scenario]
 	if !ok {
 		return nil, errNotBuilt(c.scenario)
@@ -175,7 +158,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if !knownSystem(s) {
 			return nil, fmt.Errorf("-vs: unknown system %q (known: %s)", s, strings.Join(allSystems, ", "))
 		}
-		if s != "erpc" && !contains(c.systems, s) {
+		if s != "erpc" && !slices.Contains(c.systems, s) {
 			c.systems = append(c.systems, s)
 		}
 	}
@@ -195,6 +178,18 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	return c, nil
 }
 
+// testbedLossSystems keeps the systems loss -testbed runs: erpc's and
+// gRPC.
+func testbedLossSystems(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if x == "erpc" || x == "erpc-call" || x == "grpc" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func onlyErpc(s []string) []string {
 	var out []string
 	for _, x := range s {
@@ -203,17 +198,6 @@ func onlyErpc(s []string) []string {
 		}
 	}
 	return out
-}
-
-func knownSystem(s string) bool { return contains(allSystems, s) }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func splitList(s string) []string {

@@ -105,3 +105,15 @@ func (h *hist) mean() float64 {
 	}
 	return h.sum / float64(h.n)
 }
+
+// mean is the arithmetic mean of v, NaN when empty.
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}

@@ -48,6 +48,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -78,9 +79,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	cfg.progress = !cfg.json && isTerminal(stderr)
-	b := &bench{cfg: cfg, out: newOutput(cfg, stdout, stderr)}
+	b := &bench{cfg: cfg, out: newOutput(&cfg.outSettings, stdout, stderr)}
 	b.pin()
-	err = b.runScenario()
+	err = runScenario(b)
 	b.out.finish()
 	if cfg.plot != "" && len(b.out.results) > 0 {
 		if perr := writePlotFile(cfg.plot, cfg.scenario, b.out.results); perr != nil {
@@ -88,6 +89,61 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return err
+}
+
+// parseFlags parses the command line: the scenario, then its flags.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft incast multipath")
+	}
+	switch args[0] {
+	case "raft":
+		return parseRaftFlags(args[1:], stderr)
+	case "slo":
+		return parseSLOFlags(args[1:], stderr)
+	case "incast", "multipath":
+		return parseNetFlags(args[0], args[1:], stderr)
+	}
+	return parseGridFlags(args, stderr)
+}
+
+// runScenario runs the scenario the command line names.
+func runScenario(b *bench) error {
+	switch b.cfg.scenario {
+	case "latency", "rate", "table", "bandwidth":
+		return b.runGrid(0, nil)
+	case "sessions":
+		return b.runSessions()
+	case "loss":
+		if b.cfg.testbed {
+			return b.runLossTestbed()
+		}
+		return b.runLoss()
+	case "raft":
+		return b.runRaft()
+	case "slo":
+		return b.runSLO()
+	case "incast":
+		return b.runIncast()
+	case "multipath":
+		return b.runMultipath()
+	}
+	return errNotBuilt(b.cfg.scenario)
+}
+
+func writePlotFile(path, scenario string, recs []jsonRecord) error {
+	return os.WriteFile(path, plotSVG(scenario, recs), 0o644)
+}
+
+// plotSVG draws the scenario's plot.
+func plotSVG(scenario string, recs []jsonRecord) []byte {
+	switch scenario {
+	case "slo":
+		return sloPlotSVG(recs)
+	case "incast":
+		return incastPlotSVG(recs)
+	}
+	return gridPlotSVG(scenario, recs)
 }
 
 // isTerminal reports whether w is a character device (a terminal).

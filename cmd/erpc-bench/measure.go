@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -222,3 +223,15 @@ func addCounts(a, b any) any {
 	}
 	return b
 }
+
+// payload is a request of n bytes, not all zero.
+func payload(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + 1)
+	}
+	return b
+}
+
+// errShortResponse is a call answered with a response of the wrong size.
+var errShortResponse = errors.New("response of the wrong size")

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,9 +59,9 @@ func parseBitRate(s string) (uint64, error) {
 }
 
 func parseNetFlags(scenario string, args []string, stderr io.Writer) (*config, error) {
-	c := &config{scenario: scenario, transport: "udp"}
+	c := &config{outSettings: outSettings{scenario: scenario, transport: "udp"}}
 	nc := &netConfig{}
-	c.net = nc
+	c.ext = nc
 	fs := flag.NewFlagSet("erpc-bench "+scenario, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var vsDefault string
@@ -164,14 +165,14 @@ func parseNetFlags(scenario string, args []string, stderr io.Writer) (*config, e
 		if s == "none" {
 			continue
 		}
-		if !contains(known, s) {
+		if !slices.Contains(known, s) {
 			return nil, fmt.Errorf("-vs: unknown system %q for %s (known: %s)", s, scenario, strings.Join(known, ", "))
 		}
-		if !contains(c.systems, s) {
+		if !slices.Contains(c.systems, s) {
 			c.systems = append(c.systems, s)
 		}
 	}
-	if scenario == "multipath" && !contains(c.systems, "erpc") {
+	if scenario == "multipath" && !slices.Contains(c.systems, "erpc") {
 		c.systems = append(c.systems, "erpc")
 	}
 	c.sizes, c.conc = []int{nc.size}, []int{1}

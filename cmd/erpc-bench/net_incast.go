@@ -315,17 +315,6 @@ func utilization(bytes, rate uint64, secs float64) float64 {
 	return float64(bytes) * 8 / (float64(rate) * secs)
 }
 
-func mean(v []float64) float64 {
-	if len(v) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
-}
-
 // jain is Jain's fairness index of x: (sum x)^2 / (n sum x^2).
 func jain(x []float64) float64 {
 	var s, s2 float64
@@ -389,7 +378,7 @@ func fairness(bytes [][]float64, fcts []time.Duration) []float64 {
 }
 
 func (b *bench) runIncast() error {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	b.out.expect(len(nc.senders) * len(b.cfg.systems))
 	t := &incastTable{b: b, nc: nc}
 	for _, n := range nc.senders {
@@ -404,7 +393,7 @@ func (b *bench) runIncast() error {
 
 // incastN runs every system's incasts with n senders on a star of its own.
 func (b *bench) incastN(tb *netTB, t *incastTable, n int) error {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	shape := testnet.Shape{Rate: nc.rate, Burst: nc.burst, Limit: nc.limit, HTB: nc.htb}
 	star := testnet.NewStar(tb, testnet.StarConfig{Clients: n, Bottleneck: shape})
 	if nc.boost {
@@ -471,7 +460,7 @@ func (b *bench) incastN(tb *netTB, t *incastTable, n int) error {
 
 // incastOnce runs one incast of system s.
 func (b *bench) incastOnce(tb *netTB, star *testnet.Star, sink *netSinkHandle, s *incastSystem, ideal time.Duration) (*incastBurst, error) {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	q := star.Bottleneck()
 	// Wait for the queue to drain, then for the gap.
 	for deadline := time.Now().Add(5 * time.Second); ; {
@@ -581,7 +570,7 @@ type incastTrace struct {
 }
 
 func (b *bench) incastRecord(s *incastSystem, n int, ideal time.Duration) jsonRecord {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	a := &s.acc
 	us := func(ns float64) float64 { return round3(ns / 1e3) }
 	ops := int64(a.calls - a.failed)

@@ -22,18 +22,6 @@ import (
 // rel_lossless (throughput over the same system's at no loss) and the
 // packets the rules dropped.
 
-// testbedLossSystems keeps the systems loss -testbed runs: erpc's and
-// gRPC.
-func testbedLossSystems(s []string) []string {
-	var out []string
-	for _, x := range s {
-		if x == "erpc" || x == "erpc-call" || x == "grpc" {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 func (b *bench) runLossTestbed() error {
 	losses := []float64{0}
 	for _, l := range b.cfg.loss {

@@ -49,7 +49,7 @@ type mpRun struct {
 }
 
 func (b *bench) runMultipath() error {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	var runs []mpRun
 	for _, s := range b.cfg.systems {
 		switch s {
@@ -148,7 +148,7 @@ type mpClient struct {
 }
 
 func (b *bench) mpClient(tp *testnet.TwoPath, sink *netSinkHandle, r *mpRun) (*mpClient, error) {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if r.system == "grpc" {
@@ -219,7 +219,7 @@ func (b *bench) mpClient(tp *testnet.TwoPath, sink *netSinkHandle, r *mpRun) (*m
 
 // mpMeasure runs one system: warm-up, then the measured window.
 func (b *bench) mpMeasure(tb *netTB, tp *testnet.TwoPath, sink *netSinkHandle, r *mpRun) (jsonRecord, error) {
-	nc := b.cfg.net
+	nc := b.cfg.ext.(*netConfig)
 	cfg := b.cfg
 	c, err := b.mpClient(tp, sink, r)
 	if err != nil {

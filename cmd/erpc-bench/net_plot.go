@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -27,7 +28,7 @@ func incastPlotSVG(recs []jsonRecord) []byte {
 			continue
 		}
 		n := r.Sessions
-		if !contains(systems, r.System) {
+		if !slices.Contains(systems, r.System) {
 			systems = append(systems, r.System)
 		}
 		found := false

@@ -287,3 +287,5 @@ func (h *netSinkHandle) bins() (netBins, error) {
 	err = json.Unmarshal([]byte(r), &nb)
 	return nb, err
 }
+
+func init() { registerServer("netsink", newNetSink) }

@@ -6,16 +6,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
-	"math"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 // The testbed scenarios, each run tiny (a few senders, short windows) as
@@ -175,93 +170,5 @@ func TestLossTestbedScenario(t *testing.T) {
 	}
 	if count["erpc"] != 2 || count["grpc"] != 2 {
 		t.Errorf("rows per system: %v", count)
-	}
-}
-
-func TestNetFlags(t *testing.T) {
-	c, err := parseFlags([]string{"incast"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nc := c.net
-	if !slices.Equal(nc.senders, []int{16, 50}) || nc.size != 256<<10 || nc.chunk != nc.size || nc.rate != 500e6 ||
-		strings.Join(c.systems, ",") != "erpc,erpc-nocc,grpc" {
-		t.Errorf("incast defaults: %+v, systems %v", nc, c.systems)
-	}
-	c, err = parseFlags([]string{"multipath", "-paths", "2,4", "-vs", "erpc-spray"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.net.fast != 250e6 || c.net.slow != 50e6 || strings.Join(c.systems, ",") != "erpc-spray,erpc" || !slices.Equal(c.net.paths, []int{2, 4}) {
-		t.Errorf("multipath: %+v, systems %v", c.net, c.systems)
-	}
-	c, err = parseFlags([]string{"loss", "-testbed", "-vs", "grpc,raw-udp"}, io.Discard)
-	if err != nil || !c.testbed || strings.Join(c.systems, ",") != "erpc,grpc" {
-		t.Errorf("loss -testbed: %v, systems %v", err, c.systems)
-	}
-	for _, bad := range [][]string{
-		{"incast", "-senders", "0"}, {"incast", "-chunk", "100K"}, {"incast", "-rate", "fast"},
-		{"incast", "-vs", "raw-udp"}, {"multipath", "-paths", "1"},
-	} {
-		if _, err := parseFlags(bad, io.Discard); err == nil {
-			t.Errorf("%v: no error", bad)
-		}
-	}
-	if r, err := parseBitRate("1.5G"); err != nil || r != 1.5e9 {
-		t.Errorf("1.5G: %v %v", r, err)
-	}
-}
-
-// TestFairness: Jain's index, the receiver's bins into windows, and which
-// senders count in a window.
-func TestFairness(t *testing.T) {
-	if j := jain([]float64{1, 1, 1, 1}); j != 1 {
-		t.Errorf("equal shares: %v", j)
-	}
-	if j := jain([]float64{1, 0, 0, 0}); math.Abs(j-0.25) > 1e-9 {
-		t.Errorf("one of four: %v", j)
-	}
-	t0 := time.Unix(100, 0)
-	a, b := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
-	nb := netBins{EpochNS: t0.UnixNano() - 2e6, BinNS: 1e6, By: map[string][]uint64{
-		// 2 ms before t0, then 30 ms: a sends 100 per ms throughout; b
-		// 100 per ms for 10 ms, then 300.
-		a.String(): append(make([]uint64, 2), repeat(100, 30)...),
-		b.String(): append(append(make([]uint64, 2), repeat(100, 10)...), repeat(300, 20)...),
-	}}
-	w := windows(nb, t0, []netip.Addr{a, b}, 3)
-	if w[0][0] != 1000 || w[0][2] != 1000 || w[1][0] != 1000 || w[1][1] != 3000 {
-		t.Fatalf("windows: %v", w)
-	}
-	// b finished at 25 ms: only windows 0 and 1 have both senders.
-	js := fairness(w, []time.Duration{30 * time.Millisecond, 25 * time.Millisecond})
-	if len(js) != 2 || js[0] != 1 || math.Abs(js[1]-jain([]float64{1000, 3000})) > 1e-9 {
-		t.Errorf("fairness: %v", js)
-	}
-}
-
-func repeat(v uint64, n int) []uint64 {
-	out := make([]uint64, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
-}
-
-// TestNoTestbed: a Skip inside the scenario (not root, a tool missing)
-// becomes errNoTestbed with its message, and the cleanups run.
-func TestNoTestbed(t *testing.T) {
-	cleaned := false
-	err := withTestbed(io.Discard, func(tb *netTB) error {
-		tb.Cleanup(func() { cleaned = true })
-		tb.Skip("testnet: needs root to create network namespaces")
-		return nil
-	})
-	if !errors.Is(err, errNoTestbed) || !strings.Contains(err.Error(), "needs root") || !cleaned {
-		t.Errorf("err %v, cleaned %v", err, cleaned)
-	}
-	err = withTestbed(io.Discard, func(tb *netTB) error { tb.Fatalf("setup failed: %d", 3); return nil })
-	if err == nil || err.Error() != "setup failed: 3" {
-		t.Errorf("Fatalf: %v", err)
 	}
 }

@@ -104,10 +104,23 @@ func round3(v float64) float64 {
 	return math.Round(v*1000) / 1000
 }
 
+// outSettings is the part of the command line the output reads; config
+// embeds it, so the output sees what the scenario sets.
+type outSettings struct {
+	scenario  string
+	dur       time.Duration
+	warmup    time.Duration
+	systems   []string // erpc first, then -vs
+	transport string
+	json      bool
+	busy      bool
+	progress  bool
+}
+
 // output writes results as they come: JSON lines, or table rows once every
 // system has measured the row's point; and a progress bar on a terminal.
 type output struct {
-	cfg     *config
+	cfg     *outSettings
 	w, ew   io.Writer
 	cores   string
 	results []jsonRecord
@@ -120,7 +133,7 @@ type output struct {
 	started   time.Time
 }
 
-func newOutput(cfg *config, w, ew io.Writer) *output {
+func newOutput(cfg *outSettings, w, ew io.Writer) *output {
 	return &output{cfg: cfg, w: w, ew: ew, started: time.Now()}
 }
 
@@ -368,4 +381,16 @@ func headerCells(h, sep *strings.Builder, cols []string, w int) {
 		fmt.Fprintf(h, " %*s |", w, c)
 		sep.WriteString(strings.Repeat("-", w+2) + "|")
 	}
+}
+
+// sloProgress draws the progress bar on a terminal.
+func (o *output) sloProgress(what string) {
+	if !o.cfg.progress || o.total == 0 {
+		return
+	}
+	const width = 30
+	fill := o.done * width / o.total
+	fmt.Fprintf(o.ew, "\r\033[K[%s%s] %d/%d %s %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
+		o.done, o.total, what, time.Since(o.started).Round(time.Second))
+	o.barOn = true
 }

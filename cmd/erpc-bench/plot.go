@@ -5,7 +5,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"math"
-	"os"
+	"slices"
 	"sort"
 )
 
@@ -13,10 +13,6 @@ import (
 // two panels, p50 latency by size (at the lowest concurrency measured)
 // and throughput by size (the best over concurrencies), log-log, one line
 // per system.
-
-func writePlotFile(path, scenario string, recs []jsonRecord) error {
-	return os.WriteFile(path, plotSVG(scenario, recs), 0o644)
-}
 
 // series is one system's line in a panel.
 type series struct {
@@ -42,7 +38,7 @@ func plotSeries(recs []jsonRecord, y func(jsonRecord) float64, better func(a, b 
 		}
 		k := key{r.System, r.Size}
 		if _, ok := best[k]; !ok {
-			if !contains(order, r.System) {
+			if !slices.Contains(order, r.System) {
 				order = append(order, r.System)
 			}
 			best[k] = r
@@ -74,13 +70,8 @@ func plotSeries(recs []jsonRecord, y func(jsonRecord) float64, better func(a, b 
 	return out
 }
 
-func plotSVG(scenario string, recs []jsonRecord) []byte {
-	if scenario == "slo" {
-		return sloPlotSVG(recs)
-	}
-	if scenario == "incast" {
-		return incastPlotSVG(recs)
-	}
+// gridPlotSVG is the plot of the grid scenarios.
+func gridPlotSVG(scenario string, recs []jsonRecord) []byte {
 	lat := plotSeries(recs, func(r jsonRecord) float64 { return r.P50 },
 		func(a, b jsonRecord) bool { return a.Concurrency < b.Concurrency })
 	thr := plotSeries(recs, func(r jsonRecord) float64 { return r.Gbps },

@@ -231,28 +231,20 @@ func serveMain(args []string) error {
 	return nil
 }
 
+// serverFunc makes one system's server, in the server process.
+type serverFunc func(srvConfig) (serverImpl, error)
+
+// serverFuncs are the servers a process can run, by system name. The
+// code that owns a server registers it (registerServer): the systems
+// under test, and the servers of the raft, slo and testbed scenarios.
+var serverFuncs = map[string]serverFunc{}
+
+// registerServer makes system's server available to "serve".
+func registerServer(system string, f serverFunc) { serverFuncs[system] = f }
+
 func newServerImpl(cfg srvConfig) (serverImpl, error) {
-	switch cfg.system {
-	case "erpc", "erpc-call":
-		return newErpcServer(cfg)
-	case "raw-udp":
-		return newRawUDPServer(cfg)
-	case "udp-floor", "udp-plain":
-		return newUDPFloorServer(cfg)
-	case "raw-shm":
-		return newRawShmServer(cfg)
-	case "grpc":
-		return newGRPCServer(cfg)
-	case "netrpc":
-		return newNetRPCServer(cfg)
-	case "drpc":
-		return newDRPCServer(cfg)
-	case "raft":
-		return newRaftServer(cfg)
-	case "slo":
-		return newSLOServer(cfg)
-	case "netsink":
-		return newNetSink(cfg)
+	if f, ok := serverFuncs[cfg.system]; ok {
+		return f(cfg)
 	}
 	return nil, fmt.Errorf("unknown system %q", cfg.system)
 }

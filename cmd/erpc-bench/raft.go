@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +56,7 @@ var raftCfg raftConfig
 
 // parseRaftFlags parses "raft [flags]".
 func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{scenario: "raft", sizes: []int{raftKeySize + raftValueSize}, conc: []int{1}, transport: "udp"}
+	c := &config{outSettings: outSettings{scenario: "raft", transport: "udp"}, sizes: []int{raftKeySize + raftValueSize}, conc: []int{1}}
 	rc := raftConfig{}
 	fs := flag.NewFlagSet("erpc-bench raft", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -100,7 +99,7 @@ func parseRaftFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("-vs: the raft scenario compares erpc with raft-tcp and %s only, not %q", sysRawNode, s)
 		}
 		for _, s := range add {
-			if !contains(c.systems, s) {
+			if !slices.Contains(c.systems, s) {
 				c.systems = append(c.systems, s)
 			}
 		}
@@ -411,33 +410,6 @@ func (s *raftServer) control(args []string) (string, error) {
 	return "", fmt.Errorf("unknown command %q", strings.Join(args, " "))
 }
 
-// spinDefault stands for erpc's own (adaptive) spin window: no WithSpin.
-const spinDefault = time.Duration(math.MinInt64)
-
-// parseSpin reads a -spin value: a duration, or "default".
-func parseSpin(v string) (time.Duration, error) {
-	if v == "default" {
-		return spinDefault, nil
-	}
-	return time.ParseDuration(v)
-}
-
-// spinString is parseSpin's inverse, for the control line and the header.
-func spinString(d time.Duration) string {
-	if d == spinDefault {
-		return "default"
-	}
-	return d.String()
-}
-
-// spinOptions are the endpoint options for a -spin value.
-func spinOptions(d time.Duration) []erpc.Option {
-	if d == spinDefault {
-		return nil
-	}
-	return []erpc.Option{erpc.WithSpin(d)}
-}
-
 // start brings up the cluster, its erpc endpoints on network (udp or shm),
 // and returns the client API addresses, the leader's first.
 func (s *raftServer) start(transport string, spin time.Duration, inflight int, network string) (string, error) {
@@ -531,3 +503,5 @@ func latencySummary(lat []time.Duration) string {
 	q := func(p float64) int64 { return int64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) }
 	return fmt.Sprintf("%d %d %d", len(lat), q(0.5), q(0.99))
 }
+
+func init() { registerServer("raft", newRaftServer) }

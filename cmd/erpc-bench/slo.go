@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ const sloResolutionDiv = 20
 const sloKVSLO = 2 * time.Millisecond
 
 func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
-	c := &config{scenario: "slo", transport: "udp", conc: []int{0}}
+	c := &config{outSettings: outSettings{scenario: "slo", transport: "udp"}, conc: []int{0}}
 	sc := &sloConfig{}
 	fs := flag.NewFlagSet("erpc-bench slo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -177,7 +178,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	} else {
 		for _, d := range splitList(*dist) {
-			if !contains(sloDists, d) {
+			if !slices.Contains(sloDists, d) {
 				return nil, fmt.Errorf("-dist: unknown %q (known: %s)", d, strings.Join(sloDists, ","))
 			}
 			sc.dists = append(sc.dists, d)
@@ -198,7 +199,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 		default:
 			return nil, fmt.Errorf("-policy: unknown %q (jbsq, hash; kv also inline)", p)
 		}
-		if !contains(sc.policies, p) {
+		if !slices.Contains(sc.policies, p) {
 			sc.policies = append(sc.policies, p)
 		}
 	}
@@ -206,7 +207,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 		switch p {
 		case "none":
 		case "grpc":
-			if !contains(sc.peers, p) {
+			if !slices.Contains(sc.peers, p) {
 				sc.peers = append(sc.peers, p)
 			}
 		default:
@@ -265,7 +266,7 @@ func parseSLOFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-d and -drain must be positive, -warmup not negative")
 	}
 	c.systems = append(append([]string{}, sc.policies...), sc.peers...)
-	c.slo = sc
+	c.ext = sc
 	return c, nil
 }
 
@@ -344,7 +345,7 @@ func (sc *sloConfig) capacity() float64 {
 }
 
 func (b *bench) runSLO() error {
-	sc := b.cfg.slo
+	sc := b.cfg.ext.(*sloConfig)
 	cases := sc.cases()
 	rates := sc.offered()
 	names := b.cfg.systems
@@ -406,7 +407,7 @@ func (b *bench) sloCores(procs int) string {
 
 // startSLO starts a contestant's server process and its client.
 func (b *bench) startSLO(name string, procs int) (*sloContestant, error) {
-	sc := b.cfg.slo
+	sc := b.cfg.ext.(*sloConfig)
 	defer watchdog("starting "+name, 60*time.Second)()
 	k := &sloContestant{name: name, system: "erpc"}
 	if name == "grpc" {
@@ -488,7 +489,7 @@ func (sc *sloConfig) newDraw(cs sloCase) func(rng *rand.Rand) func(c *sloCall) {
 // what a benchmark on a shared machine can do about it). The row says how
 // many attempts it took; the last one is reported.
 func (b *bench) measureSLO(k *sloContestant, cs sloCase, procs int, cores string, rate float64, seed uint64) jsonRecord {
-	sc := b.cfg.slo
+	sc := b.cfg.ext.(*sloConfig)
 	for attempt := 1; ; attempt++ {
 		j := b.measureSLOOnce(k, cs, procs, cores, rate, seed)
 		if j.Extra["valid"] == true || attempt > sc.retries {
@@ -500,7 +501,7 @@ func (b *bench) measureSLO(k *sloContestant, cs sloCase, procs int, cores string
 }
 
 func (b *bench) measureSLOOnce(k *sloContestant, cs sloCase, procs int, cores string, rate float64, seed uint64) jsonRecord {
-	sc := b.cfg.slo
+	sc := b.cfg.ext.(*sloConfig)
 	b.out.sloProgress(fmt.Sprintf("%s %s %.0f/s", k.name, cs.dist, rate))
 	defer watchdog(fmt.Sprintf("slo %s %s %.0f/s", k.name, cs.dist, rate), b.cfg.warmup+b.cfg.dur+sc.drain+60*time.Second)()
 	k.srv.ctl("peak") // reset the server's heap peak
@@ -911,16 +912,4 @@ func sloIdeal(workers int, dist string) (sloIdealLoad, bool) {
 	}
 	v, ok := m[dist]
 	return v, ok
-}
-
-// sloProgress draws the progress bar on a terminal.
-func (o *output) sloProgress(what string) {
-	if !o.cfg.progress || o.total == 0 {
-		return
-	}
-	const width = 30
-	fill := o.done * width / o.total
-	fmt.Fprintf(o.ew, "\r\033[K[%s%s] %d/%d %s %s", strings.Repeat("#", fill), strings.Repeat(".", width-fill),
-		o.done, o.total, what, time.Since(o.started).Round(time.Second))
-	o.barOn = true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -40,7 +41,7 @@ func sloPlotSVG(recs []jsonRecord) []byte {
 			panels = append(panels, k)
 		}
 		name := fmt.Sprint(e["policy"])
-		if !contains(legend, name) {
+		if !slices.Contains(legend, name) {
 			legend = append(legend, name)
 		}
 		x, ok := e["load"].(float64)

@@ -634,3 +634,5 @@ func (t *grpcSLOTarget) warm() error {
 	}
 	return nil
 }
+
+func init() { registerServer("slo", newSLOServer) }

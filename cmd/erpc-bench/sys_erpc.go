@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -267,8 +266,6 @@ type asyncDriver struct {
 	used   []bool // sessions that completed a measured call (loop only)
 }
 
-var errShortResponse = errors.New("response of the wrong size")
-
 func (s *asyncSlot) issue() {
 	d := s.d
 	i := d.next.Add(1)
@@ -337,13 +334,4 @@ func (c *erpcClient) runBlocking(p point, m *meter, method string, sess []*erpc.
 	}
 	wg.Wait()
 	return nil
-}
-
-// payload is a request of n bytes, not all zero.
-func payload(n int) []byte {
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(i*7 + 1)
-	}
-	return b
 }

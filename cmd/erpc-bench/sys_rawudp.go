@@ -349,7 +349,7 @@ type rawUDPClient struct {
 	r     *rawStream // kept across points: the counters are cumulative
 }
 
-func newRawUDPClient(addr string, cfg *config) (client, error) {
+func newRawUDPClient(addr string, busy bool, rawDgram, rawWindow int) (client, error) {
 	ua, err := net.ResolveUDPAddr("udp4", addr)
 	if err != nil {
 		return nil, err
@@ -358,18 +358,18 @@ func newRawUDPClient(addr string, cfg *config) (client, error) {
 	if err != nil {
 		return nil, err
 	}
-	sock, err := newUDPSock(conn, cfg.busy, 0)
+	sock, err := newUDPSock(conn, busy, 0)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	dgram := cfg.rawDgram
+	dgram := rawDgram
 	if dgram == 0 {
 		dgram = erpcPacketSize()
 	}
 	r := newRawStream(sock, dgram)
-	if cfg.rawWindow > 0 {
-		r.window = max(1, cfg.rawWindow/dgram)
+	if rawWindow > 0 {
+		r.window = max(1, rawWindow/dgram)
 	}
 	return &rawUDPClient{sock: sock, dgram: dgram, r: r}, nil
 }
