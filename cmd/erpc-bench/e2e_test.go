@@ -7,17 +7,19 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
 )
 
 // TestMain lets the test binary serve as the benchmark's server process:
 // the client re-executes os.Executable(), which here is the test binary.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
+	if os.Getenv(proc.ChildEnv) == "1" {
 		args := os.Args[1:]
 		if len(args) > 0 && args[0] == "serve" {
 			args = args[1:]
 		}
-		if err := serveMain(args); err != nil {
+		if err := proc.Serve(args); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

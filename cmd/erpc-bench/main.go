@@ -49,15 +49,22 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/report"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/network"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/raft"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/slo"
 )
 
 func main() {
-	if os.Getenv(childEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "serve") {
+	if os.Getenv(proc.ChildEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "serve") {
 		args := os.Args[1:]
 		if len(args) > 0 && args[0] == "serve" {
 			args = args[1:]
 		}
-		if err := serveMain(args); err != nil {
+		if err := proc.Serve(args); err != nil {
 			fmt.Fprintln(os.Stderr, "erpc-bench serve:", err)
 			os.Exit(1)
 		}
@@ -78,13 +85,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.progress = !cfg.json && isTerminal(stderr)
-	b := &bench{cfg: cfg, out: newOutput(&cfg.outSettings, stdout, stderr)}
-	b.pin()
+	cfg.Progress = !cfg.Json && isTerminal(stderr)
+	b := &scenario.Bench{Cfg: cfg, Out: report.NewOutput(&cfg.Settings, stdout, stderr)}
+	b.Pin()
 	err = runScenario(b)
-	b.out.finish()
-	if cfg.plot != "" && len(b.out.results) > 0 {
-		if perr := writePlotFile(cfg.plot, cfg.scenario, b.out.results); perr != nil {
+	b.Out.Finish()
+	if cfg.Plot != "" && len(b.Out.Results) > 0 {
+		if perr := writePlotFile(cfg.Plot, cfg.Scenario, b.Out.Results); perr != nil {
 			err = errors.Join(err, perr)
 		}
 	}
@@ -92,58 +99,58 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // parseFlags parses the command line: the scenario, then its flags.
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
+func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft incast multipath")
 	}
 	switch args[0] {
 	case "raft":
-		return parseRaftFlags(args[1:], stderr)
+		return raft.ParseFlags(args[1:], stderr)
 	case "slo":
-		return parseSLOFlags(args[1:], stderr)
+		return slo.ParseFlags(args[1:], stderr)
 	case "incast", "multipath":
-		return parseNetFlags(args[0], args[1:], stderr)
+		return network.ParseFlags(args[0], args[1:], stderr)
 	}
-	return parseGridFlags(args, stderr)
+	return scenario.ParseGridFlags(args, stderr)
 }
 
 // runScenario runs the scenario the command line names.
-func runScenario(b *bench) error {
-	switch b.cfg.scenario {
+func runScenario(b *scenario.Bench) error {
+	switch b.Cfg.Scenario {
 	case "latency", "rate", "table", "bandwidth":
-		return b.runGrid(0, nil)
+		return b.RunGrid(0, nil)
 	case "sessions":
-		return b.runSessions()
+		return b.RunSessions()
 	case "loss":
-		if b.cfg.testbed {
-			return b.runLossTestbed()
+		if b.Cfg.Testbed {
+			return network.RunLossTestbed(b)
 		}
-		return b.runLoss()
+		return b.RunLoss()
 	case "raft":
-		return b.runRaft()
+		return raft.Run(b)
 	case "slo":
-		return b.runSLO()
+		return slo.Run(b)
 	case "incast":
-		return b.runIncast()
+		return network.RunIncast(b)
 	case "multipath":
-		return b.runMultipath()
+		return network.RunMultipath(b)
 	}
-	return errNotBuilt(b.cfg.scenario)
+	return scenario.ErrNotBuilt(b.Cfg.Scenario)
 }
 
-func writePlotFile(path, scenario string, recs []jsonRecord) error {
+func writePlotFile(path, scenario string, recs []report.Record) error {
 	return os.WriteFile(path, plotSVG(scenario, recs), 0o644)
 }
 
 // plotSVG draws the scenario's plot.
-func plotSVG(scenario string, recs []jsonRecord) []byte {
+func plotSVG(scenario string, recs []report.Record) []byte {
 	switch scenario {
 	case "slo":
-		return sloPlotSVG(recs)
+		return slo.PlotSVG(recs)
 	case "incast":
-		return incastPlotSVG(recs)
+		return network.IncastPlotSVG(recs)
 	}
-	return gridPlotSVG(scenario, recs)
+	return report.GridPlotSVG(scenario, recs)
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/testbed"
 )
 
 // The testbed scenarios, each run tiny (a few senders, short windows) as
@@ -40,7 +42,7 @@ func runNetJSON(t *testing.T, args ...string) []map[string]any {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	err := run(args, &out, &errOut)
-	if errors.Is(err, errNoTestbed) {
+	if errors.Is(err, testbed.ErrNoTestbed) {
 		t.Skip(err)
 	}
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario"
 )
 
 // runJSON runs the command with -json and tiny durations and returns one
@@ -138,16 +140,16 @@ func TestParseFlagsSystems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(c.systems, ",") != "erpc,raw-shm,erpc-udp" || c.rawDgram != 0 {
-		t.Errorf("systems %v, raw-dgram %d", c.systems, c.rawDgram)
+	if strings.Join(c.Systems, ",") != "erpc,raw-shm,erpc-udp" || c.RawDgram != 0 {
+		t.Errorf("systems %v, raw-dgram %d", c.Systems, c.RawDgram)
 	}
 	c, _ = parseFlags([]string{"bandwidth", "-vs", "raw-udp"}, io.Discard)
-	if strings.Join(c.systems, ",") != "erpc,raw-udp,memcpy" {
-		t.Errorf("bandwidth systems %v", c.systems)
+	if strings.Join(c.Systems, ",") != "erpc,raw-udp,memcpy" {
+		t.Errorf("bandwidth systems %v", c.Systems)
 	}
 	c, _ = parseFlags([]string{"sessions", "-vs", "grpc"}, io.Discard)
-	if strings.Join(c.systems, ",") != "erpc" || len(c.sessions) != 3 {
-		t.Errorf("sessions: systems %v sessions %v", c.systems, c.sessions)
+	if strings.Join(c.Systems, ",") != "erpc" || len(c.Sessions) != 3 {
+		t.Errorf("sessions: systems %v sessions %v", c.Systems, c.Sessions)
 	}
 	for _, bad := range [][]string{
 		{"latency", "-raw-dgram", "10"},
@@ -161,7 +163,7 @@ func TestParseFlagsSystems(t *testing.T) {
 			t.Errorf("%v accepted", bad)
 		}
 	}
-	if v, err := parseSize("8MiB"); err != nil || v != 8<<20 {
+	if v, err := scenario.ParseSize("8MiB"); err != nil || v != 8<<20 {
 		t.Errorf("parseSize(8MiB) = %d, %v", v, err)
 	}
 }
