@@ -28,16 +28,38 @@
 // bandwidth scenario always adds a "memcpy" column and JSON line: the same
 // sizes copied in the client's process, the reference for GB/s.
 //
-// The slo scenario (slo.go) offers open-loop Poisson load to a server with
-// a fixed number of workers and reports the highest throughput whose p99
-// stays within an SLO, per dispatch policy and beside gRPC.
+// The slo scenario offers open-loop Poisson load to a server with a fixed
+// number of workers and reports the highest throughput whose p99 stays
+// within an SLO, per dispatch policy and beside gRPC.
 //
-// The testbed scenarios (net_*.go) build network namespaces with
-// internal/testnet and need root with iproute2 and nftables: incast (N
-// senders at once through a shaped bridge port; utilisation, fairness,
-// flow completion times), multipath (one session over two ECMP paths, one
-// a fifth of the other) and loss -testbed (random loss by nftables on a
-// veth). Without root they exit with a message saying so.
+// The testbed scenarios build network namespaces with internal/testnet
+// and need root with iproute2 and nftables: incast (N senders at once
+// through a shaped bridge port; utilisation, fairness, flow completion
+// times), multipath (one session over two ECMP paths, one a fifth of the
+// other) and loss -testbed (random loss by nftables on a veth). Without
+// root they exit with a message saying so.
+//
+// # Where things are
+//
+// This package parses the scenario's name, hands its flags to the
+// scenario's package, runs it and writes its plot. Which scenario runs
+// where, on which systems:
+//
+//	scenario                    package            systems
+//	latency rate table          scenario           systems: erpc erpc-call erpc-nocc erpc-udp raw-udp
+//	                                               udp-floor udp-plain raw-shm grpc netrpc drpc
+//	bandwidth                   scenario           the same, and memcpy
+//	sessions, loss              scenario           systems: erpc erpc-call
+//	slo                         scenario/slo       its own: erpc jbsq hash inline, grpc (load: openloop)
+//	raft                        scenario/raft      its own: erpc raft-tcp etcd-rawnode
+//	incast                      scenario/network   its own senders: erpc erpc-nocc grpc (server: testbed)
+//	multipath                   scenario/network   its own: erpc erpc-1path erpc-spray grpc (server: testbed)
+//	loss -testbed               scenario/network   systems' erpc clients and grpc (server: testbed)
+//
+// Below them: meter (a point, its measurement and histogram), proc (server
+// processes and pinning), report (JSON rows, tables, plots), openloop (the
+// open-loop generator) and testbed (the namespace testbed and its server).
+// Each package's doc.go says what it owns.
 //
 // Run "erpc-bench <scenario> -h" for the flags.
 package main

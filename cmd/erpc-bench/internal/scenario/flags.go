@@ -34,7 +34,7 @@ type Config struct {
 	// scenario that parsed it (slo: *sloConfig; incast, multipath:
 	// *netConfig).
 	Ext     any
-	Testbed bool // loss: over nftables loss on a namespace testbed (net_loss.go)
+	Testbed bool // loss: over nftables loss on a namespace testbed (package scenario/network, loss.go)
 }
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the

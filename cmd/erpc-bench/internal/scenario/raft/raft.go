@@ -31,7 +31,7 @@ import (
 // runs the identical cluster over hashicorp/raft's NetworkTransport on TCP
 // loopback. In both, the client reaches the leader over erpc on UDP
 // loopback, so only raft's transport differs. "etcd-rawnode" is eRPC's
-// own shape (raft_rawnode.go): contrib/raft/rawkv, etcd's raft RawNode
+// own shape (rawnode.go): contrib/raft/rawkv, etcd's raft RawNode
 // driven from each replica's erpc event loop, no raft goroutines; its
 // client speaks rawkv's protocol, also over erpc on UDP loopback.
 //

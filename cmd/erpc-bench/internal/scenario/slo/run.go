@@ -18,7 +18,7 @@ import (
 )
 
 // The slo scenario: throughput under a tail-latency SLO (issue 17). An
-// open-loop Poisson generator (slo_gen.go) offers a sweep of loads to a
+// open-loop Poisson generator (package openloop) offers a sweep of loads to a
 // server with a fixed number of workers; each point reports p50/p99/p99.9
 // measured from the planned send times, with NACKs and failures counted
 // as infinite latency, the throughput achieved, the NACK fraction and the
