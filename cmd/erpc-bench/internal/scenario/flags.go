@@ -28,11 +28,11 @@ type Config struct {
 	// rateSessions: the rate scenario's erpc sessions per point (-sessions).
 	rateSessions int
 	RawDgram     int
-	rounds       int // grid scenarios: interleaved rounds per point (runGrid)
+	rounds       int // grid scenarios: interleaved rounds per point (RunGrid)
 	rawWindow    int
-	// ext is the scenario's own part of the command line, typed by the
-	// scenario that parsed it (slo: *sloConfig; incast, multipath:
-	// *netConfig).
+	// Ext is the scenario's own part of the command line, typed by the
+	// package that parsed it (slo: *sloConfig; raft: *raftConfig;
+	// incast, multipath: *netConfig).
 	Ext     any
 	Testbed bool // loss: over nftables loss on a namespace testbed (package scenario/network, loss.go)
 }

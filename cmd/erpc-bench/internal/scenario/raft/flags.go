@@ -20,8 +20,6 @@ type raftConfig struct {
 	breakdown time.Duration // leader-side Apply measurement per system
 }
 
-var raftCfg raftConfig
-
 // ParseFlags parses "raft [flags]".
 func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	c := &scenario.Config{Settings: report.Settings{Scenario: "raft", Transport: "udp"}, Sizes: []int{raftKeySize + raftValueSize}, Conc: []int{1}}
@@ -72,6 +70,6 @@ func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 			}
 		}
 	}
-	raftCfg = rc
+	c.Ext = &rc
 	return c, nil
 }

@@ -54,7 +54,7 @@ const (
 // RunRaft measures every system in alternating rounds and reports each
 // once, its rounds merged.
 func Run(b *scenario.Bench) error {
-	rc := raftCfg
+	rc := *b.Cfg.Ext.(*raftConfig)
 	if !b.Cfg.Json {
 		fmt.Fprintf(b.Out.W, "# raft: 3 replicas (kvstore, or rawkv for %s; in-memory stores) in one server process, client in this process; "+
 			"PUT of a %d B key and %d B value, one at a time; erpc endpoints spin %v (raft-tcp replicas 0); %d round(s) per system\n",
@@ -179,13 +179,14 @@ func startRaft(b *scenario.Bench, system string) (*raftPeer, error) {
 	if system == "raft-tcp" || system == SysRawNode {
 		tr = system
 	}
-	reply, err := srv.Ctl(fmt.Sprintf("start %s %s %d %s", tr, systems.SpinString(raftCfg.spin), raftCfg.inflight, b.Cfg.Transport))
+	rc := b.Cfg.Ext.(*raftConfig)
+	reply, err := srv.Ctl(fmt.Sprintf("start %s %s %d %s", tr, systems.SpinString(rc.spin), rc.inflight, b.Cfg.Transport))
 	if err != nil {
 		p.Stop()
 		return nil, fmt.Errorf("starting the cluster: %w", err)
 	}
 	addrs := strings.Split(reply, ",")
-	opts := systems.SpinOptions(raftCfg.spin)
+	opts := systems.SpinOptions(rc.spin)
 	listen := clientListen(b.Cfg.Transport)
 	kv, err := newKVClient(system, listen, addrs, opts)
 	if err != nil {
