@@ -27,9 +27,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestSmokeLatency runs the latency scenario end to end for erpc and
+// smokeLatency runs the latency scenario end to end for erpc and
 // raw-udp, each server in its own process, for a fraction of a second.
-func TestSmokeLatency(t *testing.T) {
+func smokeLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
@@ -54,6 +54,7 @@ func TestSmokeLatency(t *testing.T) {
 				t.Errorf("field %q missing: %s", f, l)
 			}
 		}
+		checkErpcGridFields(t, m)
 		if m["ops"].(float64) <= 0 || m["errors"].(float64) != 0 || m["p50_us"].(float64) <= 0 {
 			t.Errorf("bad point: %s", l)
 		}

@@ -120,10 +120,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
+// scenarioNames are the scenarios, in the usage message's order.
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "incast", "multipath"}
+
 // parseFlags parses the command line: the scenario, then its flags.
 func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: latency rate table bandwidth sessions loss slo raft incast multipath")
+		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: %s", strings.Join(scenarioNames, " "))
 	}
 	switch args[0] {
 	case "raft":

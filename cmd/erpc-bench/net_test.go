@@ -73,7 +73,7 @@ func num(t *testing.T, m map[string]any, k string) float64 {
 	return v
 }
 
-func TestIncastScenario(t *testing.T) {
+func incastScenario(t *testing.T) {
 	needTestbed(t)
 	svg := filepath.Join(t.TempDir(), "incast.svg")
 	rows := runNetJSON(t, "incast", "-senders", "3", "-size", "256K", "-reps", "2", "-warm", "1",
@@ -120,7 +120,7 @@ func TestIncastScenario(t *testing.T) {
 	}
 }
 
-func TestMultipathScenario(t *testing.T) {
+func multipathScenario(t *testing.T) {
 	needTestbed(t)
 	rows := runNetJSON(t, "multipath", "-size", "128K", "-d", "300ms", "-warmup", "100ms", "-json", "-pin=false")
 	count := map[string]int{}
@@ -153,7 +153,7 @@ func TestMultipathScenario(t *testing.T) {
 	}
 }
 
-func TestLossTestbedScenario(t *testing.T) {
+func lossTestbedScenario(t *testing.T) {
 	needTestbed(t)
 	rows := runNetJSON(t, "loss", "-testbed", "-loss", "0.01", "-size", "32", "-c", "8", "-d", "300ms", "-warmup", "100ms",
 		"-vs", "grpc", "-json", "-pin=false")

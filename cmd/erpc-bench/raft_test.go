@@ -11,10 +11,10 @@ import (
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/raft"
 )
 
-// TestSmokeRaft runs the raft scenario end to end, erpc, raft-tcp and
+// smokeRaftTransports runs the raft scenario end to end, erpc, raft-tcp and
 // etcd-rawnode, each cluster in a server process of its own, for a
 // fraction of a second, with the erpc endpoints on UDP and (on Linux) shm.
-func TestSmokeRaft(t *testing.T) {
+func smokeRaftTransports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}

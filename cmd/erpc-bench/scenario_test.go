@@ -31,6 +31,7 @@ func runJSON(t *testing.T, args ...string) []map[string]any {
 				t.Errorf("field %q missing: %s", f, l)
 			}
 		}
+		checkErpcGridFields(t, m)
 		recs = append(recs, m)
 	}
 	if errb.Len() > 0 && strings.Contains(errb.String(), "\r") {
@@ -62,7 +63,7 @@ func skipShort(t *testing.T) {
 	t.Parallel()
 }
 
-func TestSmokeRate(t *testing.T) {
+func smokeRate(t *testing.T) {
 	skipShort(t)
 	by := healthy(t, runJSON(t, "rate", "-size", "32", "-c", "4", "-vs", "grpc,netrpc,drpc"))
 	for _, s := range []string{"erpc", "grpc", "netrpc", "drpc"} {
@@ -72,10 +73,10 @@ func TestSmokeRate(t *testing.T) {
 	}
 }
 
-// TestSmokeBandwidth runs raw-udp's windowed stream with a window smaller
+// smokeBandwidth runs raw-udp's windowed stream with a window smaller
 // than a message, so its flow control is exercised, beside erpc and the
 // memcpy reference.
-func TestSmokeBandwidth(t *testing.T) {
+func smokeBandwidth(t *testing.T) {
 	skipShort(t)
 	by := healthy(t, runJSON(t, "bandwidth", "-size", "1M", "-c", "1,2", "-vs", "raw-udp", "-raw-window", "262144"))
 	if len(by["erpc"]) != 2 || len(by["raw-udp"]) != 2 || len(by["memcpy"]) != 2 {
@@ -93,7 +94,7 @@ func TestSmokeBandwidth(t *testing.T) {
 	}
 }
 
-func TestSmokeTable(t *testing.T) {
+func smokeTable(t *testing.T) {
 	skipShort(t)
 	by := healthy(t, runJSON(t, "table", "-size", "128,64K", "-c", "2", "-vs", "raw-udp"))
 	if len(by["erpc"]) != 2 || len(by["raw-udp"]) != 2 {
@@ -101,7 +102,7 @@ func TestSmokeTable(t *testing.T) {
 	}
 }
 
-func TestSmokeSessions(t *testing.T) {
+func smokeSessions(t *testing.T) {
 	skipShort(t)
 	recs := healthy(t, runJSON(t, "sessions", "-sessions", "1,200"))["erpc"]
 	if len(recs) != 2 {
@@ -114,7 +115,7 @@ func TestSmokeSessions(t *testing.T) {
 	}
 }
 
-func TestSmokeLoss(t *testing.T) {
+func smokeLoss(t *testing.T) {
 	skipShort(t)
 	recs := healthy(t, runJSON(t, "loss", "-size", "32", "-loss", "1e-2"))["erpc"]
 	if len(recs) != 2 || recs[1]["loss"] != 1e-2 || recs[1]["rel_lossless"] == nil {
@@ -122,7 +123,7 @@ func TestSmokeLoss(t *testing.T) {
 	}
 }
 
-func TestSmokeShm(t *testing.T) {
+func smokeShm(t *testing.T) {
 	skipShort(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("shm is Linux only")

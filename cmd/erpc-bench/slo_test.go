@@ -9,10 +9,10 @@ import (
 	"testing"
 )
 
-// TestSLOSmoke runs the scenario end to end, briefly: servers in their own
+// smokeSLO runs the scenario end to end, briefly: servers in their own
 // processes, UDP and TCP loopback, both workloads; the JSON rows carry the
 // contract's fields and the scenario's.
-func TestSLOSmoke(t *testing.T) {
+func smokeSLO(t *testing.T) {
 	skipShort(t)
 	recs := runJSON(t, "slo", "-load", "0.2,0.5", "-policy", "jbsq,hash", "-vs", "grpc", "-workers", "2", "-retries", "1",
 		"-endpoints", "2", "-sessions", "2", "-drain", "2s")
@@ -24,7 +24,7 @@ func TestSLOSmoke(t *testing.T) {
 	}
 }
 
-func TestSLOSmokeKV(t *testing.T) {
+func smokeSLOKV(t *testing.T) {
 	skipShort(t)
 	recs := runJSON(t, "slo", "-workload", "kv", "-qps", "1K", "-mix", "50", "-policy", "inline,jbsq", "-vs", "grpc",
 		"-server-procs", "1", "-keys", "1000", "-endpoints", "2", "-sessions", "2", "-keydist", "zipf")
