@@ -107,7 +107,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.Progress = !cfg.Json && isTerminal(stderr)
+	cfg.Progress = !cfg.JSON && isTerminal(stderr)
 	b := &scenario.Bench{Cfg: cfg, Out: report.NewOutput(&cfg.Settings, stdout, stderr)}
 	b.Pin()
 	err = runScenario(b)

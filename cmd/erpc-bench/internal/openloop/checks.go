@@ -22,14 +22,14 @@ const zCritical = 3.29
 
 // iatCheck is the inter-arrival test's verdict on one point.
 type iatCheck struct {
-	Ad    float64 // Anderson-Darling A* of the gaps above the resolution, less it
+	AD    float64 // Anderson-Darling A* of the gaps above the resolution, less it
 	N     int     // gaps it tested
 	Below float64 // share of gaps shorter than the resolution
 	Want  float64 // that share for a Poisson stream of the same rate
 	Z     float64 // (below - want) in standard errors
 }
 
-func (c iatCheck) ok() bool { return c.N > 0 && c.Ad <= adCritical && math.Abs(c.Z) <= zCritical }
+func (c iatCheck) ok() bool { return c.N > 0 && c.AD <= adCritical && math.Abs(c.Z) <= zCritical }
 
 // interArrivalCheck tests that the sorted send times (ns) form a Poisson
 // stream, seen at resolution res (ns): a sender's timing jitter finer than
@@ -73,7 +73,7 @@ func interArrivalCheck(sends []int64, res float64) iatCheck {
 		// Nearly every gap is below the resolution: only the share can
 		// be judged.
 		c.N = n
-		c.Ad = 0
+		c.AD = 0
 		return c
 	}
 	if len(over) > adMaxN {
@@ -84,7 +84,7 @@ func interArrivalCheck(sends []int64, res float64) iatCheck {
 		}
 		over = sub
 	}
-	c.Ad, c.N = andersonDarlingExp(over), len(over)
+	c.AD, c.N = andersonDarlingExp(over), len(over)
 	return c
 }
 

@@ -114,8 +114,8 @@ type Stats struct {
 	Lat                   meter.Hist // latency of ok calls, from their planned send
 	Lag                   meter.Hist // actual minus planned send
 	Served, Over          meter.Hist // server-measured service time, and minus the requested one
-	Iat                   iatCheck   // the actual send times
-	IatPlanned            iatCheck   // the same test on the planned times
+	IAT                   iatCheck   // the actual send times
+	IATPlanned            iatCheck   // the same test on the planned times
 	FirstErr              error
 }
 
@@ -247,8 +247,8 @@ func Run(t Target, p Plan) Stats {
 		planned = append(planned, l.planned...)
 	}
 	s.Planned = s.Ok + s.Nacks + s.Errs + s.Lost
-	s.Iat = interArrivalCheck(sends, float64(p.Resolution))
-	s.IatPlanned = interArrivalCheck(planned, float64(p.Resolution))
+	s.IAT = interArrivalCheck(sends, float64(p.Resolution))
+	s.IATPlanned = interArrivalCheck(planned, float64(p.Resolution))
 	return s
 }
 
@@ -318,9 +318,9 @@ func (s *Stats) Quantile(q float64) float64 {
 	return s.Lat.Quantile(float64(rank) / float64(s.Ok))
 }
 
-// Qps is the throughput achieved: answers received in the window per
+// QPS is the throughput achieved: answers received in the window per
 // second (a server working off a backlog after the window is not counted).
-func (s *Stats) Qps() float64 {
+func (s *Stats) QPS() float64 {
 	if s.Secs <= 0 {
 		return 0
 	}

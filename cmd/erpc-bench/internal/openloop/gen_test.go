@@ -201,7 +201,7 @@ func TestInfiniteLatency(t *testing.T) {
 func TestMaxUnderSLO(t *testing.T) {
 	inf := math.Inf(1)
 	p := func(off, qps, p99 float64, valid bool) Point {
-		return Point{Offered: off, Qps: qps, P99: p99, Valid: valid}
+		return Point{Offered: off, QPS: qps, P99: p99, Valid: valid}
 	}
 	for _, c := range []struct {
 		name string
@@ -221,12 +221,12 @@ func TestMaxUnderSLO(t *testing.T) {
 		got, ok := MaxUnderSLO(c.pts, 10)
 		if c.want == 0 {
 			if ok {
-				t.Errorf("%s: got %v, want none", c.name, got.Qps)
+				t.Errorf("%s: got %v, want none", c.name, got.QPS)
 			}
 			continue
 		}
-		if !ok || got.Qps != c.want {
-			t.Errorf("%s: got %v (%v), want %v", c.name, got.Qps, ok, c.want)
+		if !ok || got.QPS != c.want {
+			t.Errorf("%s: got %v (%v), want %v", c.name, got.QPS, ok, c.want)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func DrawService(dist string, s time.Duration, rng *rand.Rand) time.Duration {
 // Point is one measured point of one contestant, as the summary sees it.
 type Point struct {
 	Offered float64 // requests per second asked for
-	Qps     float64 // answered per second
+	QPS     float64 // answered per second
 	P99     float64 // ns; +Inf when NACKs and failures reach the 1% tail
 	Valid   bool
 	Rec     report.Record // the point's row
@@ -63,7 +63,7 @@ func MaxUnderSLO(pts []Point, slo float64) (Point, bool) {
 		if !(p.P99 <= slo) {
 			break
 		}
-		if !found || p.Qps > best.Qps {
+		if !found || p.QPS > best.QPS {
 			best, found = p, true
 		}
 	}
@@ -87,12 +87,12 @@ func Valid(s *Stats, slo time.Duration) (bool, string) {
 			why = append(why, fmt.Sprintf("service overshoot p99 %s > 5%% of the SLO", report.HumanUs(over/1e3)))
 		}
 	}
-	switch c := s.Iat; {
+	switch c := s.IAT; {
 	case c.N == 0:
 		why = append(why, "too few sends to test")
 	case !c.ok():
 		why = append(why, fmt.Sprintf("inter-arrivals not exponential (A-D %.2f, limit %.2f; %.1f%% of gaps under the resolution, Poisson %.1f%%, z %.1f)",
-			c.Ad, adCritical, 100*c.Below, 100*c.Want, c.Z))
+			c.AD, adCritical, 100*c.Below, 100*c.Want, c.Z))
 	}
 	if len(why) == 0 {
 		return true, ""

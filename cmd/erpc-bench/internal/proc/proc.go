@@ -33,7 +33,7 @@ type Config struct {
 	Busy      bool
 	Loss      float64
 	Window    int
-	Cpu       int    // -1: do not pin
+	CPU       int    // -1: do not pin
 	Listen    string // address to listen on, for systems that take one (netsink)
 	Netns     string // run the server process in this network namespace (ip netns exec); not passed on
 }
@@ -41,7 +41,7 @@ type Config struct {
 func (c Config) args() []string {
 	return []string{"serve", "-system", c.System, "-transport", c.Transport,
 		"-busy=" + strconv.FormatBool(c.Busy), "-loss", strconv.FormatFloat(c.Loss, 'g', -1, 64),
-		"-window", strconv.Itoa(c.Window), "-cpu", strconv.Itoa(c.Cpu), "-listen", c.Listen}
+		"-window", strconv.Itoa(c.Window), "-cpu", strconv.Itoa(c.CPU), "-listen", c.Listen}
 }
 
 // Impl is one system's server.
@@ -202,13 +202,13 @@ func Serve(args []string) error {
 	fs.BoolVar(&cfg.Busy, "busy", false, "busy-poll")
 	fs.Float64Var(&cfg.Loss, "loss", 0, "erpc packet loss")
 	fs.IntVar(&cfg.Window, "window", 0, "erpc window")
-	fs.IntVar(&cfg.Cpu, "cpu", -1, "CPU to pin to")
+	fs.IntVar(&cfg.CPU, "cpu", -1, "CPU to pin to")
 	fs.StringVar(&cfg.Listen, "listen", "", "address to listen on (netsink)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if cfg.Cpu >= 0 {
-		if err := PinProcess(cfg.Cpu); err != nil {
+	if cfg.CPU >= 0 {
+		if err := PinProcess(cfg.CPU); err != nil {
 			fmt.Fprintln(os.Stderr, "erpc-bench serve: pinning:", err)
 		}
 	}

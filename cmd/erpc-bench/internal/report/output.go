@@ -114,7 +114,7 @@ type Settings struct {
 	Warmup    time.Duration
 	Systems   []string // erpc first, then -vs
 	Transport string
-	Json      bool
+	JSON      bool
 	Busy      bool
 	Progress  bool
 }
@@ -170,7 +170,7 @@ func (o *Output) Add(r meter.Result) {
 	o.Done++
 	j := recordOf(o.Cfg.Scenario, o.Cores, o.Cfg.Busy, r)
 	o.Results = append(o.Results, j)
-	if o.Cfg.Json {
+	if o.Cfg.JSON {
 		b, _ := json.Marshal(j)
 		fmt.Fprintf(o.W, "%s\n", b)
 		return

@@ -71,7 +71,7 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(systems.All[1:], ","))
 	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport: udp, shm or memnet")
 	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth, loss (not -testbed): measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
-	fs.BoolVar(&c.Json, "json", false, "one JSON object per line instead of a table")
+	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	fs.StringVar(&c.Plot, "plot", "", "write an SVG plot (p50 latency and throughput by size) to this file")
 	fs.BoolVar(&c.Busy, "busy", false, "busy-poll on both sides (erpc.WithBusyPoll; raw-udp spins on non-blocking sockets)")
 	fs.BoolVar(&c.quick, "quick", false, "reduced grid")

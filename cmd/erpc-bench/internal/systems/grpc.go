@@ -18,23 +18,23 @@ import (
 // and a codec that passes bytes through (selected per call by content
 // subtype), so protobuf's cost is not counted.
 
-type GrpcRawCodec struct{}
+type GRPCRawCodec struct{}
 
-func (GrpcRawCodec) Name() string { return "erpcbenchraw" }
+func (GRPCRawCodec) Name() string { return "erpcbenchraw" }
 
-func (GrpcRawCodec) Marshal(v any) ([]byte, error) { return v.(*RawMsg).B, nil }
+func (GRPCRawCodec) Marshal(v any) ([]byte, error) { return v.(*RawMsg).B, nil }
 
-func (GrpcRawCodec) Unmarshal(data []byte, v any) error {
+func (GRPCRawCodec) Unmarshal(data []byte, v any) error {
 	m := v.(*RawMsg)
 	m.B = append(m.B[:0], data...)
 	return nil
 }
 
-func init() { encoding.RegisterCodec(GrpcRawCodec{}) }
+func init() { encoding.RegisterCodec(GRPCRawCodec{}) }
 
-// GrpcMaxMsg is gRPC's message limit here: its largest (the default is
+// GRPCMaxMsg is gRPC's message limit here: its largest (the default is
 // 4 MiB, which would fail every call above it).
-const GrpcMaxMsg = math.MaxInt32
+const GRPCMaxMsg = math.MaxInt32
 
 func grpcHandler(want func(*RawMsg) []byte) grpc.MethodHandler {
 	return func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
@@ -46,7 +46,7 @@ func grpcHandler(want func(*RawMsg) []byte) grpc.MethodHandler {
 	}
 }
 
-var GrpcDesc = grpc.ServiceDesc{
+var GRPCDesc = grpc.ServiceDesc{
 	ServiceName: "erpcbench.Bench",
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{
@@ -65,8 +65,8 @@ func newGRPCServer(proc.Config) (proc.Impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(GrpcMaxMsg), grpc.MaxSendMsgSize(GrpcMaxMsg))
-	srv.RegisterService(&GrpcDesc, struct{}{})
+	srv := grpc.NewServer(grpc.MaxRecvMsgSize(GRPCMaxMsg), grpc.MaxSendMsgSize(GRPCMaxMsg))
+	srv.RegisterService(&GRPCDesc, struct{}{})
 	go srv.Serve(lis)
 	return &grpcServer{srv: srv, lis: lis}, nil
 }
@@ -77,22 +77,22 @@ func (s *grpcServer) Control(args []string) (string, error) {
 	return "", fmt.Errorf("unknown command %q", args[0])
 }
 
-type GrpcClient struct{ Conn *grpc.ClientConn }
+type GRPCClient struct{ Conn *grpc.ClientConn }
 
 func newGRPCClient(addr string) (meter.Client, error) {
 	conn, err := grpc.NewClient(addr,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(GrpcRawCodec{}.Name()),
-			grpc.MaxCallRecvMsgSize(GrpcMaxMsg), grpc.MaxCallSendMsgSize(GrpcMaxMsg)))
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(GRPCRawCodec{}.Name()),
+			grpc.MaxCallRecvMsgSize(GRPCMaxMsg), grpc.MaxCallSendMsgSize(GRPCMaxMsg)))
 	if err != nil {
 		return nil, err
 	}
-	return &GrpcClient{Conn: conn}, nil
+	return &GRPCClient{Conn: conn}, nil
 }
 
-func (c *GrpcClient) Close() { c.Conn.Close() }
+func (c *GRPCClient) Close() { c.Conn.Close() }
 
-func (c *GrpcClient) Run(p meter.Point, m *meter.Meter) error {
+func (c *GRPCClient) Run(p meter.Point, m *meter.Meter) error {
 	method := "/erpcbench.Bench/Echo"
 	if p.Resp != p.Size {
 		method = "/erpcbench.Bench/Sink"

@@ -40,7 +40,7 @@ type Config struct {
 	RawDgram  int
 	RawWindow int
 	Loss      float64
-	Cpu       int // the server's CPU; -1: not pinned
+	CPU       int // the server's CPU; -1: not pinned
 }
 
 // Start brings up system's server and a client connected to it.
@@ -59,7 +59,7 @@ func Start(system string, cfg Config) (*Peer, error) {
 		srvSys = "erpc"
 	}
 	srv, err := proc.Start(proc.Config{System: srvSys, Transport: tr, Busy: cfg.Busy,
-		Loss: loss, Window: cfg.Window, Cpu: cfg.Cpu})
+		Loss: loss, Window: cfg.Window, CPU: cfg.CPU})
 	if err != nil {
 		return nil, err
 	}

@@ -217,8 +217,8 @@ func newNetSink(cfg proc.Config) (proc.Impl, error) {
 		return nil, err
 	}
 	s.lis = countingListener{Listener: lis, c: s.bins}
-	s.gs = grpc.NewServer(grpc.MaxRecvMsgSize(systems.GrpcMaxMsg), grpc.MaxSendMsgSize(systems.GrpcMaxMsg))
-	s.gs.RegisterService(&systems.GrpcDesc, struct{}{})
+	s.gs = grpc.NewServer(grpc.MaxRecvMsgSize(systems.GRPCMaxMsg), grpc.MaxSendMsgSize(systems.GRPCMaxMsg))
+	s.gs.RegisterService(&systems.GRPCDesc, struct{}{})
 	go s.gs.Serve(s.lis)
 	return s, nil
 }
@@ -248,13 +248,13 @@ func (s *netSink) Control(args []string) (string, error) {
 type Sink struct {
 	*proc.Server
 	ip               netip.Addr
-	UdpPort, TcpPort int
+	UDPPort, TCPPort int
 }
 
 // StartSink starts a netsink in namespace ns, listening on ip, pinned
 // to cpu (-1: not pinned).
 func StartSink(ns string, ip netip.Addr, cpu, window int) (*Sink, error) {
-	srv, err := proc.Start(proc.Config{System: "netsink", Transport: "udp", Listen: ip.String(), Netns: ns, Cpu: cpu, Window: window})
+	srv, err := proc.Start(proc.Config{System: "netsink", Transport: "udp", Listen: ip.String(), Netns: ns, CPU: cpu, Window: window})
 	if err != nil {
 		return nil, err
 	}
@@ -264,16 +264,16 @@ func StartSink(ns string, ip netip.Addr, cpu, window int) (*Sink, error) {
 		srv.Stop()
 		return nil, fmt.Errorf("netsink: address %q", srv.Addr)
 	}
-	h.UdpPort, _ = strconv.Atoi(f[0])
-	h.TcpPort, _ = strconv.Atoi(f[1])
+	h.UDPPort, _ = strconv.Atoi(f[0])
+	h.TCPPort, _ = strconv.Atoi(f[1])
 	return h, nil
 }
 
-func (h *Sink) UdpAddr() string {
-	return net.JoinHostPort(h.ip.String(), strconv.Itoa(h.UdpPort))
+func (h *Sink) UDPAddr() string {
+	return net.JoinHostPort(h.ip.String(), strconv.Itoa(h.UDPPort))
 }
-func (h *Sink) TcpAddr() string {
-	return net.JoinHostPort(h.ip.String(), strconv.Itoa(h.TcpPort))
+func (h *Sink) TCPAddr() string {
+	return net.JoinHostPort(h.ip.String(), strconv.Itoa(h.TCPPort))
 }
 
 func (h *Sink) Reset() error {

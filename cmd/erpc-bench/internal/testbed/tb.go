@@ -16,8 +16,8 @@ import (
 
 // The testbed scenarios (incast, multipath, loss -testbed) build their
 // networks with internal/testnet, whose builders take a testnet.TB: a test
-// has *testing.T; erpc-bench has netTB. Its Fatal and Skip end the
-// scenario (a panic that netTB.do recovers into an error) and its
+// has *testing.T; erpc-bench has TB. Its Fatal and Skip end the
+// scenario (a panic that Run recovers into an error) and its
 // cleanups run when the scenario returns, fails, or is interrupted
 // (SIGINT, SIGTERM), so that no namespace outlives the run.
 
@@ -80,8 +80,8 @@ func (t *TB) cleanup() {
 	}
 }
 
-// Run runs fn with a netTB, then its cleanups. A Skip becomes an
-// error wrapping errNoTestbed, a Fatal an error; an interrupt runs the
+// Run runs fn with a TB, then its cleanups. A Skip becomes an
+// error wrapping ErrNoTestbed, a Fatal an error; an interrupt runs the
 // cleanups and exits.
 func Run(log io.Writer, fn func(t *TB) error) (err error) {
 	t := &TB{log: log}

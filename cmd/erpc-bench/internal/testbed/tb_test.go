@@ -10,7 +10,7 @@ import (
 )
 
 // TestNoTestbed: a Skip inside the scenario (not root, a tool missing)
-// becomes errNoTestbed with its message, and the cleanups run.
+// becomes ErrNoTestbed with its message, and the cleanups run.
 func TestNoTestbed(t *testing.T) {
 	cleaned := false
 	err := Run(io.Discard, func(tb *TB) error {

@@ -61,6 +61,8 @@ func parseBitRate(s string) (uint64, error) {
 	return uint64(v * mult), nil
 }
 
+// ParseFlags parses "incast [flags]" or "multipath [flags]"; name is
+// the scenario.
 func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config, error) {
 	c := &scenario.Config{Settings: report.Settings{Scenario: name, Transport: "udp"}}
 	nc := &netConfig{}
@@ -95,7 +97,7 @@ func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config,
 	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "multipath: warm-up per point, discarded")
 	fs.IntVar(&nc.window, "window", 0, "erpc: concurrent requests per session (0: library default)")
 	fs.BoolVar(&nc.boost, "boost", true, "raise the run's scheduling priority (nice -10, testnet.Boost) so other work on the machine stalls the senders less")
-	fs.BoolVar(&c.Json, "json", false, "one JSON object per line instead of a table")
+	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	if name == "incast" {
 		fs.StringVar(&c.Plot, "plot", "", "write an SVG plot (per-sender throughput over time in the last incast of each row) to this file")
 	}

@@ -46,6 +46,8 @@ import (
 
 const incastWindow = 10 * time.Millisecond
 
+// RunIncast runs the incast scenario: every -senders count on every
+// system, in a table (or JSON rows) and, with -plot, the trace.
 func RunIncast(b *scenario.Bench) error {
 	nc := b.Cfg.Ext.(*netConfig)
 	b.Out.Expect(len(nc.senders) * len(b.Cfg.Systems))
@@ -92,9 +94,9 @@ func incastN(b *scenario.Bench, tb *testbed.TB, t *incastTable, n int) error {
 			var err error
 			if name == "grpc" {
 				s.tr = "tcp"
-				x, err = newGRPCSender(ns, sink.TcpAddr(), nil, nc.size, nc.chunk)
+				x, err = newGRPCSender(ns, sink.TCPAddr(), nil, nc.size, nc.chunk)
 			} else {
-				x, err = newErpcSender(ns, star.ClientAddrs[i], sink.UdpAddr(), nc, opts)
+				x, err = newErpcSender(ns, star.ClientAddrs[i], sink.UDPAddr(), nc, opts)
 			}
 			if err != nil {
 				return fmt.Errorf("%s sender %d: %w", name, i, err)

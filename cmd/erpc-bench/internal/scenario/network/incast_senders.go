@@ -154,8 +154,8 @@ func newGRPCSender(ns, target string, local *net.TCPAddr, size, chunk int) (*grp
 	conn, err := grpc.NewClient("passthrough:///"+target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dialIn(ns, local)),
-		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(systems.GrpcRawCodec{}.Name()),
-			grpc.MaxCallRecvMsgSize(systems.GrpcMaxMsg), grpc.MaxCallSendMsgSize(systems.GrpcMaxMsg)))
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(systems.GRPCRawCodec{}.Name()),
+			grpc.MaxCallRecvMsgSize(systems.GRPCMaxMsg), grpc.MaxCallSendMsgSize(systems.GRPCMaxMsg)))
 	if err != nil {
 		return nil, err
 	}

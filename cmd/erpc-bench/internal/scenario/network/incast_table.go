@@ -83,7 +83,7 @@ func (t *incastTable) Add(j report.Record) {
 	o.Done++
 	o.Results = append(o.Results, j)
 	t.rows = append(t.rows, j)
-	if o.Cfg.Json {
+	if o.Cfg.JSON {
 		bs, _ := json.Marshal(j)
 		fmt.Fprintf(o.W, "%s\n", bs)
 		return
@@ -129,7 +129,7 @@ func (t *incastTable) Add(j report.Record) {
 // Finish prints each row's targets (issue 15) after the table.
 func (t *incastTable) Finish() {
 	o := t.b.Out
-	if o.Cfg.Json || len(t.rows) == 0 {
+	if o.Cfg.JSON || len(t.rows) == 0 {
 		return
 	}
 	fmt.Fprintln(o.W, "# targets for erpc: utilisation >= 0.90, Jain >= 0.95, p99 FCT <= 1.5 x ideal, no failed call")

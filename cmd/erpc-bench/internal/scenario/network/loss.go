@@ -27,6 +27,7 @@ import (
 // rel_lossless (throughput over the same system's at no loss) and the
 // packets the rules dropped.
 
+// RunLossTestbed runs the loss scenario on the testbed (loss -testbed).
 func RunLossTestbed(b *scenario.Bench) error {
 	losses := []float64{0}
 	for _, l := range b.Cfg.Loss {
@@ -95,15 +96,15 @@ func RunLossTestbed(b *scenario.Bench) error {
 // testbedClient opens system's client in the Pair's client namespace.
 func testbedClient(b *scenario.Bench, system string, p *testnet.Pair, sink *testbed.Sink) (meter.Client, error) {
 	if system == "grpc" {
-		conn, err := grpc.NewClient("passthrough:///"+sink.TcpAddr(),
+		conn, err := grpc.NewClient("passthrough:///"+sink.TCPAddr(),
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithContextDialer(dialIn(p.A, nil)),
-			grpc.WithDefaultCallOptions(grpc.CallContentSubtype(systems.GrpcRawCodec{}.Name()),
-				grpc.MaxCallRecvMsgSize(systems.GrpcMaxMsg), grpc.MaxCallSendMsgSize(systems.GrpcMaxMsg)))
+			grpc.WithDefaultCallOptions(grpc.CallContentSubtype(systems.GRPCRawCodec{}.Name()),
+				grpc.MaxCallRecvMsgSize(systems.GRPCMaxMsg), grpc.MaxCallSendMsgSize(systems.GRPCMaxMsg)))
 		if err != nil {
 			return nil, err
 		}
-		return &systems.GrpcClient{Conn: conn}, nil
+		return &systems.GRPCClient{Conn: conn}, nil
 	}
 	var ep *erpc.Endpoint
 	err := testnet.In(p.A, func() (err error) {
@@ -113,7 +114,7 @@ func testbedClient(b *scenario.Bench, system string, p *testnet.Pair, sink *test
 	if err != nil {
 		return nil, err
 	}
-	c := &systems.ErpcClient{Ep: ep, Target: sink.UdpAddr(), Async: system != "erpc-call"}
+	c := &systems.ErpcClient{Ep: ep, Target: sink.UDPAddr(), Async: system != "erpc-call"}
 	if err := c.EnsureSessions(1); err != nil {
 		ep.Close()
 		return nil, err

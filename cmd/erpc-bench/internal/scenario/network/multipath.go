@@ -48,6 +48,8 @@ type mpRun struct {
 	hashed []int // the path of each port
 }
 
+// RunMultipath runs the multipath scenario: each system's runs on the
+// two-path testbed.
 func RunMultipath(b *scenario.Bench) error {
 	nc := b.Cfg.Ext.(*netConfig)
 	var runs []mpRun
@@ -110,10 +112,10 @@ func mpPorts(b *scenario.Bench, tb *testbed.TB, tp *testnet.TwoPath, sink *testb
 			want[i] = r.path
 		}
 	}
-	dst := uint16(sink.UdpPort)
+	dst := uint16(sink.UDPPort)
 	pathsOf := tp.ClientPathsOf
 	if r.system == "grpc" {
-		dst, pathsOf = uint16(sink.TcpPort), tp.TCPPathsOf
+		dst, pathsOf = uint16(sink.TCPPort), tp.TCPPathsOf
 	}
 	r.ports, r.hashed = nil, nil
 	for len(r.ports) < r.paths {

@@ -31,7 +31,7 @@ func startMPClient(b *scenario.Bench, tp *testnet.TwoPath, sink *testbed.Sink, r
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if r.system == "grpc" {
-		g, err := newGRPCSender(tp.A, sink.TcpAddr(), &net.TCPAddr{Port: int(r.ports[0])}, 32, 32)
+		g, err := newGRPCSender(tp.A, sink.TCPAddr(), &net.TCPAddr{Port: int(r.ports[0])}, 32, 32)
 		if err != nil {
 			return nil, err
 		}
@@ -72,7 +72,7 @@ func startMPClient(b *scenario.Bench, tp *testnet.TwoPath, sink *testbed.Sink, r
 	if err != nil {
 		return nil, err
 	}
-	target := sink.UdpAddr()
+	target := sink.UDPAddr()
 	s1, err := ep.Dial(ctx, target)
 	if err != nil {
 		ep.Close()

@@ -28,7 +28,7 @@ func (t *mpTable) Add(j report.Record) {
 	o.Done++
 	t.rows = append(t.rows, j)
 	// The ratios need every row; JSON rows are written at the end.
-	if o.Cfg.Json {
+	if o.Cfg.JSON {
 		return
 	}
 	o.ClearBar()
@@ -104,12 +104,12 @@ func (t *mpTable) Finish() {
 	}
 	for _, j := range t.rows {
 		o.Results = append(o.Results, j)
-		if o.Cfg.Json {
+		if o.Cfg.JSON {
 			bs, _ := json.Marshal(j)
 			fmt.Fprintf(o.W, "%s\n", bs)
 		}
 	}
-	if !o.Cfg.Json {
+	if !o.Cfg.JSON {
 		o.ClearBar()
 		for _, l := range lines {
 			fmt.Fprintln(o.W, l)

@@ -30,7 +30,7 @@ func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "warm-up before each round, discarded")
 	vs := fs.String("vs", "", "systems to run beside erpc: raft-tcp (hashicorp/raft's NetworkTransport on TCP loopback), "+
 		SysRawNode+" (etcd raft's RawNode on each replica's erpc event loop), all")
-	fs.BoolVar(&c.Json, "json", false, "one JSON object per line instead of a table")
+	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	fs.BoolVar(&c.Pin, "pin", true, "pin the cluster process to CPU 0 and the client to CPU 1 (when there are two or more)")
 	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport of the replicas and the client: udp (loopback) or shm (same host; raft-tcp still replicates over TCP)")
 	// Several endpoints share the cluster's core: equal fixed spins keep

@@ -51,11 +51,11 @@ const (
 	raftKeys      = 1000
 )
 
-// RunRaft measures every system in alternating rounds and reports each
+// Run measures every system in alternating rounds and reports each
 // once, its rounds merged.
 func Run(b *scenario.Bench) error {
 	rc := *b.Cfg.Ext.(*raftConfig)
-	if !b.Cfg.Json {
+	if !b.Cfg.JSON {
 		fmt.Fprintf(b.Out.W, "# raft: 3 replicas (kvstore, or rawkv for %s; in-memory stores) in one server process, client in this process; "+
 			"PUT of a %d B key and %d B value, one at a time; erpc endpoints spin %v (raft-tcp replicas 0); %d round(s) per system\n",
 			SysRawNode,
@@ -121,7 +121,7 @@ func Run(b *scenario.Bench) error {
 		b.Out.Add(*r)
 	}
 	b.Out.Finish()
-	if !b.Cfg.Json {
+	if !b.Cfg.JSON {
 		for _, n := range notes {
 			fmt.Fprintln(b.Out.W, n)
 		}
@@ -170,7 +170,7 @@ type raftPeer struct {
 // client to it.
 func startRaft(b *scenario.Bench, system string) (*raftPeer, error) {
 	defer meter.Watchdog("starting "+system, 60*time.Second)()
-	srv, err := proc.Start(proc.Config{System: "raft", Transport: "udp", Cpu: b.SrvCPU})
+	srv, err := proc.Start(proc.Config{System: "raft", Transport: "udp", CPU: b.SrvCPU})
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,7 @@ const sloResolutionDiv = 20
 // generator starves gRPC's client of the netpoller). See BENCHMARKS.md.
 const sloKVSLO = 2 * time.Millisecond
 
+// ParseFlags parses "slo [flags]".
 func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	c := &scenario.Config{Settings: report.Settings{Scenario: "slo", Transport: "udp"}, Conc: []int{0}}
 	sc := &sloConfig{}
@@ -117,7 +118,7 @@ func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 		sc.cliSpin, err = systems.ParseSpin(v)
 		return err
 	})
-	fs.BoolVar(&c.Json, "json", false, "one JSON object per line instead of a table")
+	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	fs.StringVar(&c.Plot, "plot", "", "write an SVG plot (p99 by offered load, per policy) to this file")
 	fs.BoolVar(&c.Pin, "pin", true, "pin the servers to CPU 0 and the client to CPU 1 (when there are two or more)")
 	if err := fs.Parse(args); err != nil {

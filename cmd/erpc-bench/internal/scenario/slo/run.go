@@ -93,6 +93,8 @@ func (sc *sloConfig) capacity() float64 {
 	return float64(sc.workers) / sc.service.Seconds()
 }
 
+// Run runs the slo scenario: every sweep (distribution or mix, server
+// cores) on every contestant.
 func Run(b *scenario.Bench) error {
 	sc := b.Cfg.Ext.(*sloConfig)
 	cases := sc.cases()
@@ -162,7 +164,7 @@ func startSLO(b *scenario.Bench, name string, procs int) (*sloContestant, error)
 	if name == "grpc" {
 		k.system = "grpc"
 	}
-	srv, err := proc.Start(proc.Config{System: "slo", Transport: "udp", Cpu: b.SrvCPU})
+	srv, err := proc.Start(proc.Config{System: "slo", Transport: "udp", CPU: b.SrvCPU})
 	if err != nil {
 		return nil, err
 	}
@@ -301,8 +303,8 @@ func sloRecord(sc *sloConfig, k *sloContestant, cs sloCase, procs int, cores str
 		Scenario: "slo", System: k.system, Transport: tr, Size: size, RespSize: resp,
 		Concurrency: 0, Sessions: sc.endpoints * sc.sessions, DurationS: report.Round3(st.Secs),
 		Ops: st.Ok, Errors: st.Errs + st.Lost,
-		QPS:  report.Round3(st.Qps()),
-		Gbps: report.Round3(st.Qps() * float64(size+resp) * 8 / 1e9),
+		QPS:  report.Round3(st.QPS()),
+		Gbps: report.Round3(st.QPS() * float64(size+resp) * 8 / 1e9),
 		P50:  sloUs(st.Quantile(0.5)), P90: sloUs(st.Quantile(0.9)),
 		P99: sloUs(st.Quantile(0.99)), P999: sloUs(st.Quantile(0.999)),
 		AllocsPerOp: -1, Cores: cores,
@@ -325,12 +327,12 @@ func sloRecord(sc *sloConfig, k *sloContestant, cs sloCase, procs int, cores str
 		"valid":             valid,
 		"lag_p50_us":        sloUs(st.Lag.Quantile(0.5)),
 		"lag_p99_us":        sloUs(st.Lag.Quantile(0.99)),
-		"iat_ad":            report.Round3(st.Iat.Ad),
-		"iat_n":             st.Iat.N,
-		"iat_below":         report.Round3(st.Iat.Below),
-		"iat_below_poisson": report.Round3(st.Iat.Want),
-		"iat_z":             report.Round3(st.Iat.Z),
-		"iat_ad_planned":    report.Round3(st.IatPlanned.Ad),
+		"iat_ad":            report.Round3(st.IAT.AD),
+		"iat_n":             st.IAT.N,
+		"iat_below":         report.Round3(st.IAT.Below),
+		"iat_below_poisson": report.Round3(st.IAT.Want),
+		"iat_z":             report.Round3(st.IAT.Z),
+		"iat_ad_planned":    report.Round3(st.IATPlanned.AD),
 		"slo_us":            report.Round3(float64(sc.slo) / 1e3),
 		"p99_admitted_us":   sloUs(st.Lat.Quantile(0.99)),
 		"server_procs":      procs,

@@ -34,12 +34,12 @@ func (t *sloTable) Add(row []report.Record) {
 	t.rows = append(t.rows, row)
 	for _, j := range row {
 		o.Results = append(o.Results, j)
-		if o.Cfg.Json {
+		if o.Cfg.JSON {
 			b, _ := json.Marshal(j)
 			fmt.Fprintf(o.W, "%s\n", b)
 		}
 	}
-	if o.Cfg.Json {
+	if o.Cfg.JSON {
 		return
 	}
 	o.ClearBar()
@@ -134,7 +134,7 @@ func (t *sloTable) Finish() {
 	o := t.b.Out
 	sc := t.sc
 	o.ClearBar()
-	if !o.Cfg.Json && t.out {
+	if !o.Cfg.JSON && t.out {
 		t.notes()
 		fmt.Fprintf(o.W, "# max throughput with p99 <= %v (NACKs and failures as infinite; valid points, up to the first miss):\n", sc.slo)
 	}
@@ -143,7 +143,7 @@ func (t *sloTable) Finish() {
 		var pts, all []openloop.Point
 		for _, row := range t.rows {
 			j := row[c]
-			p := openloop.Point{Offered: j.Extra["offered_qps"].(float64), Qps: j.QPS,
+			p := openloop.Point{Offered: j.Extra["offered_qps"].(float64), QPS: j.QPS,
 				P99: j.P99, Valid: j.Extra["valid"].(bool), Rec: j}
 			pts = append(pts, p)
 			p.Valid = true
@@ -165,11 +165,11 @@ func (t *sloTable) Finish() {
 			"workload": sc.workload, "server_procs": t.procs, "slo_us": report.Round3(float64(sc.slo) / 1e3),
 			"max_qps_under_slo": 0.0, "max_offered_qps_under_slo": 0.0, "max_qps_under_slo_unchecked": 0.0}
 		if ok {
-			e["max_qps_under_slo"] = p.Qps
+			e["max_qps_under_slo"] = p.QPS
 			e["max_offered_qps_under_slo"] = p.Offered
 		}
 		if oku {
-			e["max_qps_under_slo_unchecked"] = pu.Qps
+			e["max_qps_under_slo_unchecked"] = pu.QPS
 		}
 		if sc.workload == "kv" {
 			e["read_pct"] = t.cs.mix
@@ -185,14 +185,14 @@ func (t *sloTable) Finish() {
 		sum.Extra = e
 		best[k.name] = e["max_qps_under_slo"].(float64)
 		o.Results = append(o.Results, sum)
-		if o.Cfg.Json {
+		if o.Cfg.JSON {
 			b, _ := json.Marshal(sum)
 			fmt.Fprintf(o.W, "%s\n", b)
 			continue
 		}
 		fmt.Fprintln(o.W, t.resultLine(k, e, ok, oku))
 	}
-	if !o.Cfg.Json {
+	if !o.Cfg.JSON {
 		if best["hash"] > 0 && best["jbsq"] > 0 {
 			fmt.Fprintf(o.W, "#   jbsq/hash = %.2f\n", best["jbsq"]/best["hash"])
 		}

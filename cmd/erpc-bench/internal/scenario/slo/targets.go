@@ -144,7 +144,7 @@ func newGRPCSLOTarget(addr string, sc *sloConfig) (*grpcSLOTarget, error) {
 		for range sc.sessions {
 			conn, err := grpc.NewClient(addr,
 				grpc.WithTransportCredentials(insecure.NewCredentials()),
-				grpc.WithDefaultCallOptions(grpc.CallContentSubtype(systems.GrpcRawCodec{}.Name())))
+				grpc.WithDefaultCallOptions(grpc.CallContentSubtype(systems.GRPCRawCodec{}.Name())))
 			if err != nil {
 				t.Close()
 				return nil, err
