@@ -59,7 +59,7 @@ func (b *Bench) Points(sessions int, loss float64) []meter.Point {
 func (b *Bench) start(system string, loss float64) (*systems.Peer, error) {
 	cfg := b.Cfg
 	return systems.Start(system, systems.Config{Transport: cfg.Transport, Busy: cfg.Busy, Window: cfg.Window,
-		RawDgram: cfg.RawDgram, RawWindow: cfg.rawWindow, Loss: loss, Cpu: b.SrvCPU})
+		RawDgram: cfg.RawDgram, RawWindow: cfg.rawWindow, Loss: loss, CPU: b.SrvCPU})
 }
 
 // RunGrid measures every point on every system, systems in turn for each
@@ -178,7 +178,12 @@ func (b *Bench) RunLoss() error {
 			if l == 0 {
 				base[key] = qps
 			}
-			r.Extra = map[string]any{"loss": l}
+			// The point's own figures (erpc's retransmits and nacks)
+			// stay beside the loss.
+			if r.Extra == nil {
+				r.Extra = map[string]any{}
+			}
+			r.Extra["loss"] = l
 			if q := base[key]; q > 0 {
 				r.Extra["rel_lossless"] = qps / q
 			}
