@@ -14,6 +14,7 @@ import (
 // All lists every system erpc-bench knows, in display order.
 var All = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "udp-floor", "udp-plain", "raw-shm", "grpc", "netrpc", "drpc"}
 
+// Known reports whether s is one of All.
 func Known(s string) bool { return slices.Contains(All, s) }
 
 // Peer is one system with its running server and client.
@@ -23,6 +24,7 @@ type Peer struct {
 	Cli    meter.Client
 }
 
+// Stop closes the client, then the server.
 func (p *Peer) Stop() {
 	if p.Cli != nil {
 		p.Cli.Close()
