@@ -60,8 +60,10 @@ func (h *Hist) recordNS(v int64) {
 	h.sum += float64(v)
 }
 
+// Record adds a latency.
 func (h *Hist) Record(d time.Duration) { h.recordNS(int64(d)) }
 
+// Merge adds o's values.
 func (h *Hist) Merge(o *Hist) {
 	if o.N == 0 {
 		return
@@ -99,6 +101,7 @@ func (h *Hist) Quantile(q float64) float64 {
 	return float64(h.Max)
 }
 
+// Mean is the mean in nanoseconds, NaN when empty.
 func (h *Hist) Mean() float64 {
 	if h.N == 0 {
 		return math.NaN()

@@ -57,6 +57,7 @@ type Recorder struct {
 	bad  error // first error seen, for the report
 }
 
+// Recorder gives a goroutine a recorder of its own.
 func (m *Meter) Recorder() *Recorder {
 	r := &Recorder{}
 	m.mu.Lock()
@@ -65,6 +66,7 @@ func (m *Meter) Recorder() *Recorder {
 	return r
 }
 
+// Stopped reports whether the point is over.
 func (m *Meter) Stopped() bool { return m.Phase.Load() == PhaseStop }
 
 // Done records a call that started at t0 and ended now with err.

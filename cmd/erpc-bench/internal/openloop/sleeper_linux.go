@@ -31,6 +31,7 @@ type Sleeper struct {
 	t     *time.Timer
 }
 
+// NewSleeper opens a timerfd and the goroutine that reads it.
 func NewSleeper() (*Sleeper, error) {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
@@ -79,6 +80,7 @@ func (s *Sleeper) Until(deadline time.Time) {
 	s.t.Stop()
 }
 
+// Close closes the timer.
 func (s *Sleeper) Close() { s.f.Close() }
 
 // SleeperPool hands out sleepers: one per goroutine that waits at a time.
@@ -125,6 +127,7 @@ func (p *SleeperPool) SleepFor(d time.Duration) {
 	p.put(s)
 }
 
+// Close closes the pool's sleepers.
 func (p *SleeperPool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 // Service-time distributions of mean S (seed 001; ZygOS, NEBULA).
 var Dists = []string{"fixed", "exp", "bimodal1", "bimodal2"}
 
+// DrawService draws a service time of distribution dist with mean s.
 func DrawService(dist string, s time.Duration, rng *rand.Rand) time.Duration {
 	switch dist {
 	case "exp":

@@ -96,6 +96,7 @@ func recordOf(scenario, cores string, busy bool, r meter.Result) Record {
 	return j
 }
 
+// Round3 rounds v to 3 decimals (1 above 1000); NaN and infinities are 0.
 func Round3(v float64) float64 {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0
@@ -135,10 +136,12 @@ type Output struct {
 	started   time.Time
 }
 
+// NewOutput writes to w, warnings and the progress bar to ew.
 func NewOutput(cfg *Settings, w, ew io.Writer) *Output {
 	return &Output{Cfg: cfg, W: w, Ew: ew, started: time.Now()}
 }
 
+// Warn prints a warning on the error stream.
 func (o *Output) Warn(format string, args ...any) {
 	o.ClearBar()
 	fmt.Fprintf(o.Ew, "erpc-bench: "+format+"\n", args...)
@@ -147,6 +150,7 @@ func (o *Output) Warn(format string, args ...any) {
 // Expect adds n points to the progress bar's total.
 func (o *Output) Expect(n int) { o.total += n }
 
+// ProgressStart draws the progress bar for a point about to be measured.
 func (o *Output) ProgressStart(system string, p meter.Point) {
 	if !o.Cfg.Progress || o.total == 0 {
 		return
@@ -158,6 +162,7 @@ func (o *Output) ProgressStart(system string, p meter.Point) {
 	o.barOn = true
 }
 
+// ClearBar erases the progress bar.
 func (o *Output) ClearBar() {
 	if o.barOn {
 		fmt.Fprint(o.Ew, "\r\033[K")
@@ -189,6 +194,7 @@ func sameRow(a, b Record) bool {
 		fmt.Sprint(a.Extra["loss"]) == fmt.Sprint(b.Extra["loss"])
 }
 
+// Finish prints the last table row and erases the progress bar.
 func (o *Output) Finish() {
 	if len(o.row) > 0 {
 		o.flushRow()
@@ -247,6 +253,7 @@ func (o *Output) columns() []string {
 	return c
 }
 
+// TrimTo cuts s to at most n bytes.
 func TrimTo(s string, n int) string {
 	if len(s) > n {
 		return s[:n]
@@ -334,6 +341,7 @@ func cell(j Record, col string) string {
 	return "?"
 }
 
+// HumanUs formats microseconds for a table cell.
 func HumanUs(us float64) string {
 	switch {
 	case us >= 10000:
@@ -346,6 +354,7 @@ func HumanUs(us float64) string {
 	return fmt.Sprintf("%.1fus", us)
 }
 
+// HumanCount formats a count or a rate for a table cell.
 func HumanCount(v float64) string {
 	switch {
 	case v >= 1e6:
@@ -356,6 +365,7 @@ func HumanCount(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
+// HumanSize formats a byte count as B, KiB or MiB.
 func HumanSize(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:

@@ -101,6 +101,7 @@ func GridPlotSVG(scenario string, recs []Record) []byte {
 	return b.Bytes()
 }
 
+// ColorOf is name's color: its place in legend.
 func ColorOf(name string, legend []string) string {
 	for i, n := range legend {
 		if n == name {
@@ -116,6 +117,7 @@ func SVGStart(b *bytes.Buffer, w, h int) {
 	fmt.Fprintf(b, `<rect width="%d" height="%d" fill="white"/>`+"\n", w, h)
 }
 
+// SVGText writes s, escaped, at (x, y).
 func SVGText(b *bytes.Buffer, x, y int, anchor string, size int, s string) {
 	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="%s" font-size="%d">`, x, y, anchor, size)
 	xml.EscapeText(b, []byte(s))

@@ -127,6 +127,7 @@ func (b *Bench) measureRounds(peers []*systems.Peer, k int, pt meter.Point) []me
 // roundWarmup is the shortest warm-up of a round (see measureRounds).
 const roundWarmup = 50 * time.Millisecond
 
+// Measure measures pt on p, with the progress bar and a watchdog.
 func (b *Bench) Measure(p *systems.Peer, pt meter.Point) meter.Result {
 	b.Out.ProgressStart(p.System, pt)
 	defer meter.Watchdog(fmt.Sprintf("%s %s c=%d", p.System, report.HumanSize(pt.Size), pt.Conc), pt.Warmup+pt.Dur+60*time.Second)()
@@ -151,6 +152,7 @@ func (b *Bench) Fail(system string, err error) {
 	b.Out.Warn("%s: %v", system, err)
 }
 
+// Err joins the failures of systems that could not run.
 func (b *Bench) Err() error {
 	if len(b.failed) > 0 {
 		return errors.Join(b.failed...)

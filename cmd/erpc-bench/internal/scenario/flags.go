@@ -203,6 +203,7 @@ func onlyErpc(s []string) []string {
 	return out
 }
 
+// SplitList splits a comma-separated list, dropping empty items.
 func SplitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -229,6 +230,7 @@ func ParseInts(s string) ([]int, error) {
 	return out, nil
 }
 
+// ParseSize parses a size such as "4K" or "8MiB" (powers of two).
 func ParseSize(f string) (int, error) {
 	mult := 1
 	u := strings.ToUpper(f)

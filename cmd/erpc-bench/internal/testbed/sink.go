@@ -269,13 +269,17 @@ func StartSink(ns string, ip netip.Addr, cpu, window int) (*Sink, error) {
 	return h, nil
 }
 
+// UDPAddr is the sink's erpc address.
 func (h *Sink) UDPAddr() string {
 	return net.JoinHostPort(h.ip.String(), strconv.Itoa(h.UDPPort))
 }
+
+// TCPAddr is the sink's gRPC address.
 func (h *Sink) TCPAddr() string {
 	return net.JoinHostPort(h.ip.String(), strconv.Itoa(h.TCPPort))
 }
 
+// Reset starts the sink's bins again.
 func (h *Sink) Reset() error {
 	_, err := h.Ctl("reset")
 	return err
