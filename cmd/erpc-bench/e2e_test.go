@@ -7,17 +7,19 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
 )
 
 // TestMain lets the test binary serve as the benchmark's server process:
 // the client re-executes os.Executable(), which here is the test binary.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
+	if os.Getenv(proc.ChildEnv) == "1" {
 		args := os.Args[1:]
 		if len(args) > 0 && args[0] == "serve" {
 			args = args[1:]
 		}
-		if err := serveMain(args); err != nil {
+		if err := proc.Serve(args); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)
@@ -25,9 +27,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestSmokeLatency runs the latency scenario end to end for erpc and
+// smokeLatency runs the latency scenario end to end for erpc and
 // raw-udp, each server in its own process, for a fraction of a second.
-func TestSmokeLatency(t *testing.T) {
+func smokeLatency(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
@@ -52,6 +54,7 @@ func TestSmokeLatency(t *testing.T) {
 				t.Errorf("field %q missing: %s", f, l)
 			}
 		}
+		checkErpcGridFields(t, m)
 		if m["ops"].(float64) <= 0 || m["errors"].(float64) != 0 || m["p50_us"].(float64) <= 0 {
 			t.Errorf("bad point: %s", l)
 		}

@@ -1,45 +1,3 @@
-// Command erpc-bench measures erpc-go beside its floor (raw UDP, raw shared
-// memory) and its peers (gRPC, net/rpc, drpc), following the project's
-// benchmark contract (docs: BENCH-CONTRACT.md): same run, same machine,
-// same payloads, server and client in separate pinned processes, warm-up
-// discarded, per-call latency in an HDR-style histogram, and a coro_rpc
-// style table or one JSON object per line.
-//
-// Usage:
-//
-//	go run ./cmd/erpc-bench latency -size 32,1024,65536
-//	go run ./cmd/erpc-bench rate -size 32 -c 1,8,64,256 -vs raw-udp,grpc
-//	go run ./cmd/erpc-bench table -quick -json
-//	go run ./cmd/erpc-bench bandwidth -size 8M
-//	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
-//	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
-//	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
-//	go run ./cmd/erpc-bench latency -busy -size 32 -vs raw-udp,udp-floor
-//	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
-//	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
-//	go run ./cmd/erpc-bench slo -dist bimodal1 -policy jbsq,hash -vs grpc -workers 4 -plot slo.svg
-//	go run ./cmd/erpc-bench slo -workload kv -mix 0,50,95 -server-procs 1,2 -vs grpc
-//	sudo go run ./cmd/erpc-bench incast -senders 16,50 -plot docs/incast.svg
-//	sudo go run ./cmd/erpc-bench multipath -fast 250M -slow 50M
-//	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
-//
-// -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
-// (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
-// bandwidth scenario always adds a "memcpy" column and JSON line: the same
-// sizes copied in the client's process, the reference for GB/s.
-//
-// The slo scenario (slo.go) offers open-loop Poisson load to a server with
-// a fixed number of workers and reports the highest throughput whose p99
-// stays within an SLO, per dispatch policy and beside gRPC.
-//
-// The testbed scenarios (net_*.go) build network namespaces with
-// internal/testnet and need root with iproute2 and nftables: incast (N
-// senders at once through a shaped bridge port; utilisation, fairness,
-// flow completion times), multipath (one session over two ECMP paths, one
-// a fifth of the other) and loss -testbed (random loss by nftables on a
-// veth). Without root they exit with a message saying so.
-//
-// Run "erpc-bench <scenario> -h" for the flags.
 package main
 
 import (
@@ -48,15 +6,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/report"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/network"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/raft"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/slo"
 )
 
 func main() {
-	if os.Getenv(childEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "serve") {
+	if os.Getenv(proc.ChildEnv) == "1" || (len(os.Args) > 1 && os.Args[1] == "serve") {
 		args := os.Args[1:]
 		if len(args) > 0 && args[0] == "serve" {
 			args = args[1:]
 		}
-		if err := serveMain(args); err != nil {
+		if err := proc.Serve(args); err != nil {
 			fmt.Fprintln(os.Stderr, "erpc-bench serve:", err)
 			os.Exit(1)
 		}
@@ -77,17 +43,75 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.progress = !cfg.json && isTerminal(stderr)
-	b := &bench{cfg: cfg, out: newOutput(cfg, stdout, stderr)}
-	b.pin()
-	err = b.runScenario()
-	b.out.finish()
-	if cfg.plot != "" && len(b.out.results) > 0 {
-		if perr := writePlotFile(cfg.plot, cfg.scenario, b.out.results); perr != nil {
+	cfg.Progress = !cfg.JSON && isTerminal(stderr)
+	b := &scenario.Bench{Cfg: cfg, Out: report.NewOutput(&cfg.Settings, stdout, stderr)}
+	b.Pin()
+	err = runScenario(b)
+	b.Out.Finish()
+	if cfg.Plot != "" && len(b.Out.Results) > 0 {
+		if perr := writePlotFile(cfg.Plot, cfg.Scenario, b.Out.Results); perr != nil {
 			err = errors.Join(err, perr)
 		}
 	}
 	return err
+}
+
+// scenarioNames are the scenarios, in the usage message's order.
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "incast", "multipath"}
+
+// parseFlags parses the command line: the scenario, then its flags.
+func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return nil, fmt.Errorf("usage: erpc-bench <scenario> [flags]; scenarios: %s", strings.Join(scenarioNames, " "))
+	}
+	switch args[0] {
+	case "raft":
+		return raft.ParseFlags(args[1:], stderr)
+	case "slo":
+		return slo.ParseFlags(args[1:], stderr)
+	case "incast", "multipath":
+		return network.ParseFlags(args[0], args[1:], stderr)
+	}
+	return scenario.ParseGridFlags(args, stderr)
+}
+
+// runScenario runs the scenario the command line names.
+func runScenario(b *scenario.Bench) error {
+	switch b.Cfg.Scenario {
+	case "latency", "rate", "table", "bandwidth":
+		return b.RunGrid(0, nil)
+	case "sessions":
+		return b.RunSessions()
+	case "loss":
+		if b.Cfg.Testbed {
+			return network.RunLossTestbed(b)
+		}
+		return b.RunLoss()
+	case "raft":
+		return raft.Run(b)
+	case "slo":
+		return slo.Run(b)
+	case "incast":
+		return network.RunIncast(b)
+	case "multipath":
+		return network.RunMultipath(b)
+	}
+	return scenario.ErrNotBuilt(b.Cfg.Scenario)
+}
+
+func writePlotFile(path, scenario string, recs []report.Record) error {
+	return os.WriteFile(path, plotSVG(scenario, recs), 0o644)
+}
+
+// plotSVG draws the scenario's plot.
+func plotSVG(scenario string, recs []report.Record) []byte {
+	switch scenario {
+	case "slo":
+		return slo.PlotSVG(recs)
+	case "incast":
+		return network.IncastPlotSVG(recs)
+	}
+	return report.GridPlotSVG(scenario, recs)
 }
 
 // isTerminal reports whether w is a character device (a terminal).

@@ -7,12 +7,14 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/raft"
 )
 
-// TestSmokeRaft runs the raft scenario end to end, erpc, raft-tcp and
+// smokeRaftTransports runs the raft scenario end to end, erpc, raft-tcp and
 // etcd-rawnode, each cluster in a server process of its own, for a
 // fraction of a second, with the erpc endpoints on UDP and (on Linux) shm.
-func TestSmokeRaft(t *testing.T) {
+func smokeRaftTransports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
@@ -27,7 +29,7 @@ func TestSmokeRaft(t *testing.T) {
 
 func smokeRaft(t *testing.T, transport string) {
 	var out bytes.Buffer
-	err := run([]string{"raft", "-transport", transport, "-vs", "raft-tcp," + sysRawNode, "-d", "400ms", "-warmup", "100ms", "-breakdown", "200ms",
+	err := run([]string{"raft", "-transport", transport, "-vs", "raft-tcp," + raft.SysRawNode, "-d", "400ms", "-warmup", "100ms", "-breakdown", "200ms",
 		"-json", "-pin=false"}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +48,7 @@ func smokeRaft(t *testing.T, transport string) {
 				t.Errorf("field %q missing: %s", f, l)
 			}
 		}
-		want := []string{"erpc", "raft-tcp", sysRawNode}[i]
+		want := []string{"erpc", "raft-tcp", raft.SysRawNode}[i]
 		if m["scenario"] != "raft" || m["system"] != want || m["size"] != 80.0 || m["concurrency"] != 1.0 {
 			t.Errorf("line %d: %s", i, l)
 		}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -36,24 +35,6 @@ func TestSmokeUDPFloor(t *testing.T) {
 			if a := m["allocs_per_op"].(float64); a < 0 || a >= 0.5 {
 				t.Errorf("-c %s: %s allocates per call: allocs_per_op %v", c, sys, a)
 			}
-		}
-	}
-}
-
-func TestUDPFloorCheck(t *testing.T) {
-	for _, p := range []point{{size: 32, resp: 32, conc: 1}, {size: 0, resp: 0, conc: 1},
-		{size: 65507, resp: 32, conc: 1}, {size: 4, resp: 4, conc: 64}} {
-		if err := udpFloorCheck(p); err != nil {
-			t.Errorf("%+v refused: %v", p, err)
-		}
-	}
-	for p, want := range map[point]string{
-		{size: 65508, resp: 32, conc: 1}: "does not fit one datagram",
-		{size: 32, resp: 65508, conc: 1}: "does not fit one datagram",
-		{size: 2, resp: 32, conc: 2}:     "-c 2 needs",
-	} {
-		if err := udpFloorCheck(p); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%+v: error %v, want one saying %q", p, err, want)
 		}
 	}
 }

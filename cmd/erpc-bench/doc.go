@@ -1,0 +1,67 @@
+// Command erpc-bench measures erpc-go beside its floor (raw UDP, raw shared
+// memory) and its peers (gRPC, net/rpc, drpc), following the project's
+// benchmark contract (docs: BENCH-CONTRACT.md): same run, same machine,
+// same payloads, server and client in separate pinned processes, warm-up
+// discarded, per-call latency in an HDR-style histogram, and a coro_rpc
+// style table or one JSON object per line.
+//
+// Usage:
+//
+//	go run ./cmd/erpc-bench latency -size 32,1024,65536
+//	go run ./cmd/erpc-bench rate -size 32 -c 1,8,64,256 -vs raw-udp,grpc
+//	go run ./cmd/erpc-bench table -quick -json
+//	go run ./cmd/erpc-bench bandwidth -size 8M
+//	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
+//	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
+//	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
+//	go run ./cmd/erpc-bench latency -busy -size 32 -vs raw-udp,udp-floor
+//	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
+//	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
+//	go run ./cmd/erpc-bench slo -dist bimodal1 -policy jbsq,hash -vs grpc -workers 4 -plot slo.svg
+//	go run ./cmd/erpc-bench slo -workload kv -mix 0,50,95 -server-procs 1,2 -vs grpc
+//	sudo go run ./cmd/erpc-bench incast -senders 16,50 -plot docs/incast.svg
+//	sudo go run ./cmd/erpc-bench multipath -fast 250M -slow 50M
+//	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
+//
+// -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
+// (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
+// bandwidth scenario always adds a "memcpy" column and JSON line: the same
+// sizes copied in the client's process, the reference for GB/s.
+//
+// The slo scenario offers open-loop Poisson load to a server with a fixed
+// number of workers and reports the highest throughput whose p99 stays
+// within an SLO, per dispatch policy and beside gRPC.
+//
+// The testbed scenarios build network namespaces with internal/testnet
+// and need root with iproute2 and nftables: incast (N senders at once
+// through a shaped bridge port; utilisation, fairness, flow completion
+// times), multipath (one session over two ECMP paths, one a fifth of the
+// other) and loss -testbed (random loss by nftables on a veth). Without
+// root they exit with a message saying so.
+//
+// # Where things are
+//
+// This package parses the scenario's name, hands its flags to the
+// scenario's package, runs it and writes its plot. Which scenario runs
+// where, on which systems:
+//
+//	scenario                    package            systems
+//	latency rate table          scenario           systems: erpc erpc-call erpc-nocc erpc-udp raw-udp
+//	                                               udp-floor udp-plain raw-shm grpc netrpc drpc
+//	bandwidth                   scenario           the same, and memcpy
+//	sessions, loss              scenario           systems: erpc erpc-call
+//	slo                         scenario/slo       its own: erpc jbsq hash inline, grpc (load: openloop)
+//	raft                        scenario/raft      its own: erpc raft-tcp etcd-rawnode
+//	incast                      scenario/network   its own senders: erpc erpc-nocc grpc (server: testbed)
+//	multipath                   scenario/network   its own: erpc erpc-1path erpc-spray grpc (server: testbed)
+//	loss -testbed               scenario/network   systems' erpc clients and grpc (server: testbed)
+//
+// Below them: meter (a point, its measurement and histogram), proc (server
+// processes and pinning), report (JSON rows, tables, plots), openloop (the
+// open-loop generator) and testbed (the namespace testbed and its server).
+// Each package's doc.go says what it owns. This one owns only the
+// command line's first word, the dispatch and the plot file; it measures
+// nothing itself.
+//
+// Run "erpc-bench <scenario> -h" for the flags.
+package main

@@ -1,0 +1,15 @@
+// Package scenario holds what every scenario shares and the grid
+// scenarios themselves. Config is the parsed command line; Bench is one
+// run (its output, the server's CPU, the systems that failed) with Start
+// and Measure, which bring up a system of package systems and measure one
+// point on it, in rounds that alternate the systems (MeasureRounds).
+// ParseGridFlags parses, and RunGrid, RunSessions and RunLoss run, the
+// scenarios that measure a grid of sizes and concurrencies on the
+// systems: latency, rate, table, bandwidth (with memcpy beside), sessions
+// and loss (erpc only).
+//
+// The other scenarios live in subpackages, each with its own flags and
+// systems: slo (open-loop load under a tail-latency SLO), raft (a
+// replicated key-value store) and network (incast, multipath and loss
+// -testbed on the namespace testbed). main dispatches to them.
+package scenario

@@ -1,0 +1,125 @@
+package systems
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/erpc-go/erpc"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/meter"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
+)
+
+// All lists every system erpc-bench knows, in display order.
+var All = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "udp-floor", "udp-plain", "raw-shm", "grpc", "netrpc", "drpc"}
+
+// Known reports whether s is one of All.
+func Known(s string) bool { return slices.Contains(All, s) }
+
+// Peer is one system with its running server and client.
+type Peer struct {
+	System string
+	Srv    *proc.Server
+	Cli    meter.Client
+}
+
+// Stop closes the client, then the server.
+func (p *Peer) Stop() {
+	if p.Cli != nil {
+		p.Cli.Close()
+	}
+	if p.Srv != nil {
+		p.Srv.Stop()
+	}
+}
+
+// Config is what starting a system's server and client needs.
+type Config struct {
+	Transport string // erpc's
+	Busy      bool
+	Window    int
+	RawDgram  int
+	RawWindow int
+	Loss      float64
+	CPU       int // the server's CPU; -1: not pinned
+}
+
+// Start brings up system's server and a client connected to it.
+func Start(system string, cfg Config) (*Peer, error) {
+	loss := cfg.Loss
+	defer meter.Watchdog("starting "+system, 60*time.Second)()
+	if system == "memcpy" {
+		return &Peer{System: system, Cli: memcpyClient{}}, nil
+	}
+	// erpc-udp is erpc over UDP beside erpc over another -transport.
+	srvSys, tr := system, cfg.Transport
+	switch system {
+	case "erpc-udp":
+		srvSys, tr = "erpc", "udp"
+	case "erpc-nocc": // congestion control is the client's: the server is erpc's
+		srvSys = "erpc"
+	}
+	srv, err := proc.Start(proc.Config{System: srvSys, Transport: tr, Busy: cfg.Busy,
+		Loss: loss, Window: cfg.Window, CPU: cfg.CPU})
+	if err != nil {
+		return nil, err
+	}
+	p := &Peer{System: system, Srv: srv}
+	switch system {
+	case "erpc", "erpc-call", "erpc-udp", "erpc-nocc":
+		opts := ErpcOptions(cfg.Busy, cfg.Window)
+		if system == "erpc-nocc" {
+			opts = append(opts, erpc.WithoutCongestionControl())
+		}
+		p.Cli, err = newErpcClient(srv.Addr, tr, opts, loss, system != "erpc-call")
+	case "raw-udp":
+		p.Cli, err = newRawUDPClient(srv.Addr, cfg.Busy, cfg.RawDgram, cfg.RawWindow)
+	case "udp-floor", "udp-plain":
+		p.Cli, err = newUDPFloorClient(srv, system == "udp-plain")
+	case "raw-shm":
+		p.Cli, err = newRawShmClient(srv)
+	case "grpc":
+		p.Cli, err = newGRPCClient(srv.Addr)
+	case "netrpc":
+		p.Cli, err = newNetRPCClient(srv.Addr)
+	case "drpc":
+		p.Cli, err = newDRPCClient(srv.Addr)
+	default:
+		err = fmt.Errorf("unknown system %q", system)
+	}
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("%s client: %w", system, err)
+	}
+	return p, nil
+}
+
+// TransportOf names what a system runs over.
+func TransportOf(system, erpcTransport string) string {
+	switch system {
+	case "erpc", "erpc-call", "erpc-nocc":
+		return erpcTransport
+	case "memcpy":
+		return "mem"
+	case "raw-udp", "udp-floor", "udp-plain", "erpc-udp":
+		return "udp"
+	case "raw-shm":
+		return "shm"
+	}
+	return "tcp"
+}
+
+// The servers of the systems under test; erpc-udp and erpc-nocc use
+// erpc's.
+func init() {
+	proc.Register("erpc", newErpcServer)
+	proc.Register("erpc-call", newErpcServer)
+	proc.Register("raw-udp", newRawUDPServer)
+	proc.Register("udp-floor", newUDPFloorServer)
+	proc.Register("udp-plain", newUDPFloorServer)
+	proc.Register("raw-shm", newRawShmServer)
+	proc.Register("grpc", newGRPCServer)
+	proc.Register("netrpc", newNetRPCServer)
+	proc.Register("drpc", newDRPCServer)
+}
