@@ -102,7 +102,8 @@ func walkChain(err error, visit func(error) bool) bool {
 // grpc's status.FromError looks for (no argument, one result, a pointer
 // or an interface). msg is the message Proto gives; it is the zero Value
 // when the status is nil, has no Proto method of that shape, or gives a
-// nil message.
+// nil message. An interface result is read by the value it holds: the
+// next methods are looked up on that value's type.
 func grpcStatusMessage(err error) (msg reflect.Value, ok bool) {
 	v := reflect.ValueOf(err)
 	if v.Kind() == reflect.Pointer && v.IsNil() {
@@ -132,7 +133,7 @@ func statusMessageError(st reflect.Value) *Error {
 	for i := range details.Len() {
 		a := nonNil(details.Index(i))
 		if !a.IsValid() {
-			continue // a nil detail carries nothing (protobuf cannot even encode one)
+			continue // a nil detail carries nothing (grpc's Proto, a clone, has none)
 		}
 		e.Details = append(e.Details, Detail{
 			Type:  detailType(callGetter(a, "GetTypeUrl").String()),
@@ -199,7 +200,7 @@ func getterResult(t reflect.Type, name string) reflect.Type {
 	return m.Type.Out(0)
 }
 
-// callGetter calls v's method name, which its type's shape was checked to have:
+// callGetter calls v's method name, whose shape was checked on v's type:
 // no argument, one result.
 func callGetter(v reflect.Value, name string) reflect.Value {
 	return v.MethodByName(name).Call(nil)[0]
