@@ -224,7 +224,8 @@
 //   - Interceptors and stats: interceptor.go, metadata.go, stats.go
 //     (Endpoint.Stats), stats_handler.go (StatsHandler).
 //   - Errors: status.go (Code, Error, error payloads), status_grpc.go (a
-//     handler's gRPC status error read without importing gRPC),
+//     handler's gRPC status error read by reflection, importing neither
+//     gRPC nor protobuf),
 //     notexecuted.go (NotExecuted, the never-ran proofs).
 //   - Options: options.go.
 //   - Transports: package transport (the interface) and transport/udp,

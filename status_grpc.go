@@ -2,27 +2,31 @@ package erpc
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
-
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// gRPC status errors, read without importing gRPC (the root module needs
-// only protobuf): a handler written for gRPC returns status.Error(...),
-// whose GRPCStatus method gives a *status.Status. Its type lives in grpc,
-// so no interface here can name that method's result; reflection calls
-// GRPCStatus and then the status's Proto method, and protoreflect reads
-// the google.rpc.Status message it returns. Only the error path pays for
-// it: a handler's success, and CodeOf(nil), never get here.
-
-// googleRPCStatus and googleProtobufAny are the messages a gRPC status is
-// made of (google/rpc/status.proto, google/protobuf/any.proto).
-const (
-	googleRPCStatus   protoreflect.FullName = "google.rpc.Status"
-	googleProtobufAny protoreflect.FullName = "google.protobuf.Any"
-)
+// gRPC status errors, read without importing gRPC or protobuf (the root
+// package needs only the standard library and x/sys): a handler written
+// for gRPC returns status.Error(...), whose GRPCStatus method gives a
+// *status.Status, whose Proto method gives the google.rpc.Status message
+// (a *spb.Status of genproto). Their types live in grpc and genproto, so
+// no interface here can name those methods' results: reflection calls
+// them by name, and then the message's generated getters, GetCode,
+// GetMessage and GetDetails, and each detail's GetTypeUrl and GetValue.
+// Only the error path pays for it: a handler's success, and CodeOf(nil),
+// never get here.
+//
+// Without protoreflect, a google.rpc.Status is recognized by its Go shape
+// alone: getters GetCode() int32, GetMessage() string and GetDetails()
+// returning a slice of pointers or interfaces that have GetTypeUrl()
+// string and GetValue() []byte (by kind: named types of those kinds
+// pass). The type's name is not checked: an error with GRPCStatus whose
+// status has Proto already says it is a gRPC status, and the getters are
+// all that is read. Each method's signature is checked before it is
+// called; a method of another shape makes the message "not a status", as
+// grpc's status.FromError treats an error whose status is no status.
 
 // anyTypeURLPrefix is the prefix of the type URLs protobuf's anypb.New
 // writes; a detail whose URL has it keeps only the message name as its
@@ -37,16 +41,30 @@ const anyTypeURLPrefix = "type.googleapis.com/"
 // takes the whole error's text as its message. It returns nil when no
 // error in the chain has the method, or when the first one's status is
 // nil or is not a google.rpc.Status (status.FromError's "not a status").
-func grpcStatusError(err error) *Error {
-	var found *Error
-	walkChain(err, func(link error) bool {
-		st, ok := grpcStatusProto(link)
+//
+// A panic in a method it calls (GRPCStatus, Proto, a getter, Unwrap)
+// gives an Internal error naming the panic instead: RespondError may run
+// on a goroutine of the application's own (HandleRaw), with no recover
+// of erpc's around it, and a broken error type must not end the process.
+func grpcStatusError(err error) (found *Error) {
+	var link error
+	defer func() {
+		if p := recover(); p != nil {
+			found = &Error{Code: Internal, Msg: fmt.Sprintf("reading the gRPC status of a %T error panicked: %v", link, p)}
+		}
+	}()
+	top := true
+	walkChain(err, func(l error) bool {
+		link = l
+		wrapped := !top // not l != err: an error's dynamic type may not be comparable
+		top = false
+		st, ok := grpcStatusMessage(l)
 		if !ok {
 			return false
 		}
-		if st != nil {
+		if st.IsValid() {
 			found = statusMessageError(st)
-			if found != nil && link != err {
+			if found != nil && wrapped {
 				found.Msg = err.Error()
 			}
 		}
@@ -79,68 +97,132 @@ func walkChain(err error, visit func(error) bool) bool {
 	return false
 }
 
-// grpcStatusProto calls err's GRPCStatus method, then the result's Proto
-// method. ok reports whether err has a GRPCStatus method of that shape
-// (no argument, one pointer or interface result); msg is nil when the
-// status is nil or has no Proto method giving a protobuf message.
-func grpcStatusProto(err error) (msg protoreflect.Message, ok bool) {
+// grpcStatusMessage calls err's GRPCStatus method, then the result's Proto
+// method. ok reports whether err has a GRPCStatus method of the shape
+// grpc's status.FromError looks for (no argument, one result, a pointer
+// or an interface). msg is the message Proto gives; it is the zero Value
+// when the status is nil, has no Proto method of that shape, or gives a
+// nil message. An interface result is read by the value it holds: the
+// next methods are looked up on that value's type.
+func grpcStatusMessage(err error) (msg reflect.Value, ok bool) {
 	v := reflect.ValueOf(err)
 	if v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil, false // a method would run on a nil receiver
+		return reflect.Value{}, false // a method would run on a nil receiver
 	}
-	m := v.MethodByName("GRPCStatus")
-	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
-		return nil, false
+	if !isReferenceGetter(v.Type(), "GRPCStatus") {
+		return reflect.Value{}, false
 	}
-	st := m.Call(nil)[0]
-	if k := st.Kind(); k != reflect.Pointer && k != reflect.Interface {
-		return nil, false
+	st := nonNil(callGetter(v, "GRPCStatus"))
+	if !st.IsValid() || !isReferenceGetter(st.Type(), "Proto") {
+		return reflect.Value{}, true
 	}
-	if st.IsNil() {
-		return nil, true
-	}
-	p := st.MethodByName("Proto")
-	if !p.IsValid() || p.Type().NumIn() != 0 || p.Type().NumOut() != 1 {
-		return nil, true
-	}
-	pm, isMsg := p.Call(nil)[0].Interface().(proto.Message)
-	if !isMsg || pm == nil || reflect.ValueOf(pm).IsNil() {
-		return nil, true
-	}
-	return pm.ProtoReflect(), true
+	return nonNil(callGetter(st, "Proto")), true
 }
 
-// statusMessageError reads a google.rpc.Status message (code 1, message 2,
-// repeated google.protobuf.Any details 3, each type_url 1 and value 2)
-// into an *Error; nil if st is another message.
-func statusMessageError(st protoreflect.Message) *Error {
-	fields := st.Descriptor().Fields()
-	code, msg, details := fields.ByNumber(1), fields.ByNumber(2), fields.ByNumber(3)
-	if st.Descriptor().FullName() != googleRPCStatus ||
-		code == nil || code.Kind() != protoreflect.Int32Kind ||
-		msg == nil || msg.Kind() != protoreflect.StringKind ||
-		details == nil || !details.IsList() || details.Message() == nil ||
-		details.Message().FullName() != googleProtobufAny {
+// statusMessageError reads a google.rpc.Status message into an *Error;
+// nil if st is of another shape (see the top of this file).
+func statusMessageError(st reflect.Value) *Error {
+	if !isStatusType(st.Type()) {
 		return nil
 	}
-	e := &Error{Code: Unknown, Msg: st.Get(msg).String()}
-	if c := st.Get(code).Int(); c > int64(OK) && c <= int64(Unauthenticated) {
+	e := &Error{Code: Unknown, Msg: callGetter(st, "GetMessage").String()}
+	if c := callGetter(st, "GetCode").Int(); c > int64(OK) && c <= int64(Unauthenticated) {
 		e.Code = Code(c)
 	}
-	list := st.Get(details).List()
-	for i := range list.Len() {
-		a := list.Get(i).Message()
-		af := a.Descriptor().Fields()
-		url, val := af.ByNumber(1), af.ByNumber(2)
-		if url == nil || val == nil {
-			continue
+	details := callGetter(st, "GetDetails")
+	for i := range details.Len() {
+		a := nonNil(details.Index(i))
+		if !a.IsValid() {
+			continue // a nil detail carries nothing (grpc's Proto, a clone, has none)
 		}
 		e.Details = append(e.Details, Detail{
-			Type:  detailType(a.Get(url).String()),
-			Value: bytes.Clone(a.Get(val).Bytes()),
+			Type:  detailType(callGetter(a, "GetTypeUrl").String()),
+			Value: bytes.Clone(callGetter(a, "GetValue").Bytes()),
 		})
 	}
 	return e
+}
+
+// isStatusType reports whether t has google.rpc.Status's getters.
+func isStatusType(t reflect.Type) bool {
+	if resultKind(t, "GetCode") != reflect.Int32 || resultKind(t, "GetMessage") != reflect.String {
+		return false
+	}
+	details := getterResult(t, "GetDetails")
+	if details == nil || details.Kind() != reflect.Slice {
+		return false
+	}
+	elem := details.Elem()
+	if k := elem.Kind(); k != reflect.Pointer && k != reflect.Interface {
+		return false
+	}
+	return isAnyType(elem)
+}
+
+// isAnyType reports whether t has google.protobuf.Any's getters.
+func isAnyType(t reflect.Type) bool {
+	value := getterResult(t, "GetValue")
+	return resultKind(t, "GetTypeUrl") == reflect.String &&
+		value != nil && value.Kind() == reflect.Slice && value.Elem().Kind() == reflect.Uint8
+}
+
+// isReferenceGetter reports whether t's method name takes no argument and
+// gives one pointer or interface.
+func isReferenceGetter(t reflect.Type, name string) bool {
+	r := getterResult(t, name)
+	return r != nil && (r.Kind() == reflect.Pointer || r.Kind() == reflect.Interface)
+}
+
+// resultKind is the kind of the one result of t's method name when it
+// takes no argument, else Invalid.
+func resultKind(t reflect.Type, name string) reflect.Kind {
+	if r := getterResult(t, name); r != nil {
+		return r.Kind()
+	}
+	return reflect.Invalid
+}
+
+// getterResult is the type of the one result of t's method name when it
+// takes no argument, else nil. (An interface type's methods have no
+// receiver among their ins; any other type's have it first.)
+func getterResult(t reflect.Type, name string) reflect.Type {
+	m, ok := t.MethodByName(name)
+	if !ok {
+		return nil
+	}
+	receiver := 1
+	if t.Kind() == reflect.Interface {
+		receiver = 0
+	}
+	if m.Type.NumIn() != receiver || m.Type.NumOut() != 1 {
+		return nil
+	}
+	return m.Type.Out(0)
+}
+
+// callGetter calls v's method name, whose shape was checked on v's type:
+// no argument, one result.
+func callGetter(v reflect.Value, name string) reflect.Value {
+	return v.MethodByName(name).Call(nil)[0]
+}
+
+// nonNil is v's dynamic value when v is an interface, and the zero Value
+// when v, or the value an interface holds, is nil: a method would run on
+// a nil receiver (grpc's own getters allow it, other types need not).
+func nonNil(v reflect.Value) reflect.Value {
+	if v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return reflect.Value{}
+		}
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		if v.IsNil() {
+			return reflect.Value{}
+		}
+	}
+	return v
 }
 
 // detailType is the Detail.Type of an Any's type URL: the message name for
