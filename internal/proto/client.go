@@ -47,7 +47,8 @@ type clientSlot struct {
 	reqAcked  bitmap
 	reqAckedN uint32
 
-	respSize int // -1 until the first response packet arrives
+	respSize int  // -1 until the first response packet arrives
+	respMeta bool // the response starts with metadata blocks (wire.FlagMetadata)
 	respPkts uint32
 	respGot  bitmap
 	respGotN uint32
@@ -457,7 +458,7 @@ func (e *Engine) finishCall(s *session, i int, data []byte, status uint8, err er
 		e.withdraw(sl.call.req) // the caller may reuse req the moment it hears
 	}
 	e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: sl.call.id, Tag: sl.call.tag,
-		Data: data, Status: status, Err: err, Retransmits: sl.retx})
+		Data: data, Status: status, Err: err, Retransmits: sl.retx, Meta: err == nil && sl.respMeta})
 	sl.call = call{}
 	cs.pending--
 }
