@@ -247,6 +247,7 @@ func (r *request) release(onLoop bool) {
 	}
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
 	r.peer, r.dl, r.hasDL, r.md, r.stats, r.queue = netip.AddrPort{}, time.Time{}, false, nil, nil, 0
+	r.badMeta = false // else the next request in this memory, with no metadata, is refused as malformed
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
 	r.respMeta.Store(nil)

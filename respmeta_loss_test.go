@@ -141,11 +141,13 @@ func TestResponseMetadataUnderLoss(t *testing.T) {
 	t.Logf("%d calls, %d with metadata; network %+v", calls.Load(), withMeta.Load(), st)
 }
 
-// corrupting wraps the server's transport: it rewrites the first packet
-// of every response that carries FlagMetadata, so that its metadata no
-// longer parses (a broken or hostile server), one way per response.
+// corrupting wraps a transport: it rewrites the first packet of every
+// message of type typ (responses, or requests) that carries FlagMetadata,
+// so that its metadata no longer parses (a broken or hostile peer), one
+// way per message.
 type corrupting struct {
 	*memnet.Transport
+	typ  wire.Type
 	mu   sync.Mutex
 	rng  *rand.Rand
 	done atomic.Int64
@@ -154,7 +156,7 @@ type corrupting struct {
 func (c *corrupting) Send(msgs []transport.Message) error {
 	for i := range msgs {
 		var h wire.Header
-		if _, err := h.Parse(msgs[i].Head); err != nil || h.Type != wire.TypeResp || h.Flags&wire.FlagMetadata == 0 || h.PktIndex != 0 {
+		if _, err := h.Parse(msgs[i].Head); err != nil || h.Type != c.typ || h.Flags&wire.FlagMetadata == 0 || h.PktIndex != 0 {
 			continue
 		}
 		p := append([]byte(nil), msgs[i].Payload...) // the engine keeps its copy for resends
@@ -188,7 +190,7 @@ func TestMalformedResponseMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := &corrupting{Transport: tr, rng: rand.New(rand.NewPCG(3, 3))}
+	bad := &corrupting{Transport: tr, typ: wire.TypeResp, rng: rand.New(rand.NewPCG(3, 3))}
 	srv := erpc.NewServer()
 	srv.HandleRaw("Meta", func(q erpc.Request) {
 		q.SetHeader(erpc.Pairs("k", "v", "k2", strings.Repeat("x", 40)))
@@ -222,5 +224,47 @@ func TestMalformedResponseMetadata(t *testing.T) {
 	}
 	if got := cliEP.Stats().MalformedMetadata; got != calls || bad.done.Load() < calls {
 		t.Fatalf("MalformedMetadata %d, %d answers corrupted; want %d", got, bad.done.Load(), calls)
+	}
+}
+
+// TestMalformedRequestMetadata: requests whose metadata does not parse
+// are refused unrun with InvalidArgument, each counted in the server's
+// MalformedMetadata; the session goes on serving.
+func TestMalformedRequestMetadata(t *testing.T) {
+	checkLeaks(t)
+	net := memnet.NewNetwork(5, memnet.LinkConfig{})
+	str, err := net.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	srv := erpc.NewServer()
+	srv.HandleRaw("Echo", func(q erpc.Request) { ran.Add(1); q.Respond(q.Data()) })
+	srvEP := listenT(t, srv, "", erpc.WithTransport(str))
+	ctr, err := net.Listen("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := &corrupting{Transport: ctr, typ: wire.TypeReq, rng: rand.New(rand.NewPCG(5, 5))}
+	s, err := listenT(t, nil, "", erpc.WithTransport(bad)).Dial(context.Background(), srvEP.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	withMD := erpc.AppendToOutgoingContext(ctx, "k", strings.Repeat("v", 40), "k2", "w")
+	const calls = 40
+	for i := range calls {
+		_, err := s.Call(withMD, "Echo", []byte("req"), nil)
+		if erpc.CodeOf(err) != erpc.InvalidArgument || !erpc.NotExecuted(err) {
+			t.Fatalf("call %d: %v, want InvalidArgument, not executed", i, err)
+		}
+		if resp, err := s.Call(ctx, "Echo", []byte("still"), nil); err != nil || string(resp) != "still" {
+			t.Fatalf("after call %d: %q %v", i, resp, err)
+		}
+	}
+	if got := srvEP.Stats().MalformedMetadata; got != calls || bad.done.Load() < calls || ran.Load() != calls {
+		t.Fatalf("MalformedMetadata %d, %d requests corrupted, %d ran; want %d, %d, %d", got, bad.done.Load(), ran.Load(), calls, calls, calls)
 	}
 }
