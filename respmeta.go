@@ -3,6 +3,7 @@ package erpc
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,7 +24,9 @@ const MaxMetadataSize = wire.MaxMetadata
 // until it answers, and they travel with the answer, an error answer
 // included. A unary answer is one message, so its headers and trailers
 // leave together; SendHeader only fixes the headers. A handler that sets
-// none sends nothing extra on the wire.
+// none sends nothing extra on the wire. Any goroutine may set them, while
+// another answers: an addition that returns nil is in the answer, one
+// that returns an error is not.
 
 // SetHeader adds md to the response headers of the request whose handler
 // ctx belongs to (grpc.SetHeader's counterpart): several calls add up. It
@@ -92,7 +95,7 @@ func (q Request) addResponseMetadata(md Metadata, op metadataOp) error {
 	}
 	r := q.hold(spent, 0)
 	if r == nil {
-		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf("erpc.%s: the request is already answered", metadataOpNames[op])}
+		return errMetadataAnswered(op)
 	}
 	defer r.release(false)
 	m := r.respMeta.Load()
@@ -102,7 +105,38 @@ func (q Request) addResponseMetadata(md Metadata, op metadataOp) error {
 			m = r.respMeta.Load()
 		}
 	}
-	return m.add(md, op)
+	if err := m.add(md, op); err != nil {
+		return err
+	}
+	if r.state.Load()&spent == 0 {
+		// The answer has not begun: when it does, it finds m (which
+		// only the request's recycling, which our reference holds off,
+		// removes) and seals it after this addition.
+		return nil
+	}
+	return m.settle(r, op)
+}
+
+// settle decides an addition made while the answer was beginning: the
+// answer looked for the metadata at some instant after it began, maybe
+// before m was there. Once the answer is written (a few instructions
+// later: the answering goroutine does not block), m says whether it took
+// m; if not, the addition did not make it, nor will any other.
+func (m *responseMeta) settle(r *request, op metadataOp) error {
+	for r.state.Load()&phAnswered == 0 {
+		runtime.Gosched()
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.taken {
+		return nil // sealed after the addition (which checked it was not), so in the answer
+	}
+	m.sealed = true
+	return errMetadataAnswered(op)
+}
+
+func errMetadataAnswered(op metadataOp) error {
+	return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf("erpc.%s: the request is already answered", metadataOpNames[op])}
 }
 
 // responseMeta is a request's response headers and trailers, made by the
@@ -112,7 +146,8 @@ type responseMeta struct {
 	header     Metadata
 	trailer    Metadata
 	headerSent bool // SendHeader fixed the headers
-	sealed     bool // the answer took them: no more
+	sealed     bool // no more additions: the answer began
+	taken      bool // the answer carries them (it sealed them)
 }
 
 func (m *responseMeta) add(md Metadata, op metadataOp) error {
@@ -120,7 +155,7 @@ func (m *responseMeta) add(md Metadata, op metadataOp) error {
 	defer m.mu.Unlock()
 	switch {
 	case m.sealed:
-		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf("erpc.%s: the request is already answered", metadataOpNames[op])}
+		return errMetadataAnswered(op)
 	case op != setTrailer && m.headerSent:
 		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf("erpc.%s: the headers were sent already (SendHeader)", metadataOpNames[op])}
 	}
@@ -173,7 +208,7 @@ func responseMetadataSize(header, trailer Metadata) int {
 func (r *request) sealResponseMetadata(resp []byte, owned bool) ([]byte, bool) {
 	m := r.respMeta.Load()
 	m.mu.Lock()
-	m.sealed = true
+	m.sealed, m.taken = true, true
 	header, trailer := m.header, m.trailer
 	m.mu.Unlock()
 	if len(header) == 0 && len(trailer) == 0 {

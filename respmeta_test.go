@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +251,87 @@ func TestResponseMetadataAllocs(t *testing.T) {
 	})
 	if allocs > 0.05 || h != nil || tr != nil {
 		t.Fatalf("%.3f allocations per call asking for metadata, want 0 (header %q trailer %q)", allocs, h, tr)
+	}
+}
+
+// TestResponseMetadataRacingAnswer: goroutines add trailers while another
+// answers: every addition that returned nil arrives with the answer, and
+// none that failed does (the answer takes them at one instant).
+func TestResponseMetadataRacingAnswer(t *testing.T) {
+	checkLeaks(t)
+	n := newMemNet()
+	accepted := make(chan []string, 1)
+	srv := erpc.NewServer()
+	srv.HandleRaw("Race", func(q erpc.Request) {
+		var mu sync.Mutex
+		var ok []string
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 50 {
+					v := fmt.Sprintf("g%d-%d", g, i)
+					if q.SetTrailer(erpc.Pairs("v", v)) == nil {
+						mu.Lock()
+						ok = append(ok, v)
+						mu.Unlock()
+					}
+				}
+			})
+		}
+		runtime.Gosched()
+		q.Respond(nil)
+		wg.Wait()
+		accepted <- ok
+	}, erpc.Background())
+	s := dialT(t, n, n.Listen(t, nil), n.Listen(t, srv))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	some, all := 0, 0
+	for i := range 50 {
+		var tr erpc.Metadata
+		if _, err := s.Call(erpc.WithResponseMetadata(ctx, nil, &tr), "Race", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		want := <-accepted
+		got := slices.Clone(tr["v"])
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("call %d: %d trailer values arrived, %d accepted", i, len(got), len(want))
+		}
+		switch len(want) {
+		case 200:
+			all++
+		case 0:
+		default:
+			some++
+		}
+	}
+	t.Logf("of 50 answers, %d raced some additions, %d took all", some, all)
+}
+
+// statsRecorder keeps the server-side CallEnds a StatsHandler sees.
+type statsRecorder struct{ ends chan erpc.CallEnd }
+
+func (r statsRecorder) CallBegin(ctx context.Context, _ erpc.CallInfo) context.Context { return ctx }
+func (r statsRecorder) CallEnd(_ context.Context, info erpc.CallInfo, end erpc.CallEnd) {
+	if info.Server {
+		r.ends <- end
+	}
+}
+func (statsRecorder) SessionEvent(erpc.SessionEvent) {}
+
+// TestResponseMetadataStatsHandler: a server's StatsHandler reads an
+// error answer's code and message, not the metadata ahead of them.
+func TestResponseMetadataStatsHandler(t *testing.T) {
+	n := newMemNet()
+	rec := statsRecorder{make(chan erpc.CallEnd, 4)}
+	s := dialT(t, n, n.Listen(t, nil), n.Listen(t, metadataServer(t), erpc.WithStatsHandler(rec)))
+	if _, err := s.Call(context.Background(), "Raw", []byte("fail"), nil); erpc.CodeOf(err) != erpc.NotFound {
+		t.Fatal(err)
+	}
+	end := <-rec.ends
+	if end.Code != erpc.NotFound || erpc.CodeOf(end.Err) != erpc.NotFound || !strings.HasSuffix(end.Err.Error(), errFailAsked.Msg) {
+		t.Fatalf("the StatsHandler saw %+v", end)
 	}
 }
