@@ -331,7 +331,8 @@ func TestResponseMetadataStatsHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := <-rec.ends
-	if end.Code != erpc.NotFound || erpc.CodeOf(end.Err) != erpc.NotFound || !strings.HasSuffix(end.Err.Error(), errFailAsked.Msg) {
+	var e *erpc.Error
+	if end.Code != erpc.NotFound || !errors.As(end.Err, &e) || e.Code != erpc.NotFound || e.Msg != errFailAsked.Msg {
 		t.Fatalf("the StatsHandler saw %+v", end)
 	}
 }
