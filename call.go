@@ -30,6 +30,10 @@ type call struct {
 	err      error
 	retx     int  // retransmissions, for a StatsHandler
 	resent   bool // sent again after its first session ended before it ran
+	// The answer's headers and trailers, if it carried any (gotMeta;
+	// respmeta_call.go).
+	gotMeta                 bool
+	respHeader, respTrailer Metadata
 	// An async call's StatsHandler record (blocking calls keep theirs on
 	// the caller's stack).
 	stats     context.Context
@@ -156,12 +160,18 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 		<-c.done
 		// c is not recycled: the cancel command may still be queued and
 		// must not find c reused by another call.
+		if c.gotMeta {
+			c.deliverResponseMetadata(ctx)
+		}
 		if c.err == nil { // it completed just before the cancel
 			return c.resp, nil
 		}
 		return nil, s.callContextError(ctx, method)
 	}
 	resp, err := c.resp, c.err
+	if c.gotMeta {
+		c.deliverResponseMetadata(ctx)
+	}
 	if retx != nil {
 		*retx = c.retx
 	}
@@ -230,6 +240,9 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	c := ev.Tag.(*call)
 	c.retx += ev.Retransmits
+	if ev.Meta && !ep.takeResponseMetadata(c, &ev) {
+		return // malformed: c failed
+	}
 	switch {
 	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load() && !ep.eng.Alive(c.sid):
 		// The session ended (say, the server restarted) before the request

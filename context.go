@@ -13,6 +13,7 @@ import (
 // likes. The Done channel and the deadline's timer are made only when
 // someone asks for Done.
 type reqCtx struct {
+	req   Request // for SetHeader and SetTrailer (respmeta.go)
 	dl    time.Time
 	hasD  bool
 	md    Metadata
@@ -33,12 +34,13 @@ func newReqCtx(r *request) *reqCtx {
 
 func (c *reqCtx) init(r *request) {
 	c.dl, c.hasD, c.md, c.peer, c.stats = r.dl, r.hasDL, r.md, r.peer, r.stats
+	c.req = Request{r: r, gen: r.gen()}
 }
 
 // ctxSlab hands out contexts carved from arrays of 64, for the handlers
 // that always ask for one (Handle, Register): one allocation per 64
 // requests instead of one each. A context is never reused; an array lives
-// while any of its contexts is reachable (6 KiB at most per such array).
+// while any of its contexts is reachable (9 KiB at most per such array).
 // The loop's only.
 type ctxSlab struct{ free []reqCtx }
 
@@ -122,6 +124,8 @@ func (c *reqCtx) Value(key any) any {
 		return c.md
 	case peerKey:
 		return c.peer
+	case requestKey:
+		return c
 	}
 	if c.stats != nil {
 		return c.stats.Value(key)

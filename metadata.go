@@ -9,10 +9,14 @@ import (
 	"github.com/erpc-go/erpc/internal/wire"
 )
 
-// Metadata is a request's key/value pairs, sent beside its message (like
-// gRPC's metadata): trace context, auth tokens, request IDs. Keys are
-// lower case; a key may have several values. A call whose context carries
-// none sends nothing extra on the wire.
+// Metadata is key/value pairs sent beside a message (like gRPC's
+// metadata): a request's (trace context, auth tokens, request IDs; see
+// NewOutgoingContext and IncomingMetadata), or a response's headers and
+// trailers (see SetHeader, SetTrailer and WithResponseMetadata). Keys are
+// lower case; a key may have several values; values are any bytes. A call
+// whose context carries none, and an answer whose handler set none, send
+// nothing extra on the wire. It has gRPC's metadata.MD's type, so each
+// converts to the other, and so do pointers to them.
 type Metadata map[string][]string
 
 // Pairs makes Metadata from key, value, key, value... (keys are lowered).

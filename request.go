@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/wire"
 )
 
 // Request is a request being served, as a HandleRaw handler gets it. It is
@@ -74,9 +75,12 @@ type request struct {
 	canceled atomic.Bool            // the request ended: a context made now starts canceled
 
 	// The answer, written by the one goroutine that wins the answer and
-	// read by the loop after it.
-	resp   []byte
-	status uint8
+	// read by the loop after it; respFlags is wire.FlagMetadata when resp
+	// starts with the response's metadata (respmeta.go).
+	resp      []byte
+	status    uint8
+	respFlags wire.Flags
+	respMeta  atomic.Pointer[responseMeta] // the handler's headers and trailers; nil if it set none
 }
 
 // Phase bits of request.state, below its reference count (phaseBits of
@@ -167,6 +171,9 @@ func (q Request) answer(status uint8, resp []byte, owned bool) error {
 		}
 	}
 	r.status = status
+	if r.respMeta.Load() != nil {
+		resp, owned = r.sealResponseMetadata(resp, owned)
+	}
 	r.resp = r.answerMemory(resp, owned, s&phOutGiven != 0)
 	s = r.state.Add(phAnswered - phAnswering) // phAnswering is set: this clears it and sets phAnswered
 	if s&phInline == 0 {
@@ -240,8 +247,11 @@ func (r *request) release(onLoop bool) {
 	}
 	r.handler, r.h, r.data, r.resp, r.status = nil, proto.ReqHandle{}, nil, nil, 0
 	r.peer, r.dl, r.hasDL, r.md, r.stats, r.queue = netip.AddrPort{}, time.Time{}, false, nil, nil, 0
+	r.badMeta = false // else the next request in this memory, with no metadata, is refused as malformed
 	r.ctx.Store(nil)
 	r.canceled.Store(false)
+	r.respMeta.Store(nil)
+	r.respFlags = 0
 	if recycleOut {
 		ep.eng.Recycle(r.out)
 	}
@@ -318,6 +328,9 @@ func (ep *Endpoint) newRequest(now proto.Time, h proto.ReqHandle, hd *handler) *
 	}
 	if h.HasMetadata() {
 		r.md, r.data, r.badMeta = parseRequestMetadata(r.data)
+		if r.badMeta {
+			ep.eng.CountMalformedMetadata()
+		}
 	}
 	if sh := ep.opts.stats; sh != nil {
 		r.start = time.Now()
@@ -344,9 +357,12 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 		hint = len(resp) // response memory, not an echo
 	}
 	ep.workers.answered(r)
-	err := ep.eng.Respond(now, r.h, r.status, resp)
+	err := ep.eng.RespondFlags(now, r.h, r.status, resp, r.respFlags)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
 		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))
+		if r.respFlags != 0 {
+			msg += " (its headers and trailers included)"
+		}
 		gave = false
 		err = ep.eng.Respond(now, r.h, uint8(Internal), []byte(msg))
 	}
@@ -366,7 +382,7 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 func (ep *Endpoint) statsEnd(sh StatsHandler, now proto.Time, r *request, respBytes int) {
 	end := CallEnd{Code: Code(r.status), RespBytes: respBytes, Duration: time.Since(r.start)}
 	if end.Code != OK {
-		msg, details := decodeErrorPayload(r.resp)
+		msg, details := decodeErrorPayload(r.answerMessage())
 		end.Err = &Error{Code: end.Code, Msg: msg, Details: details}
 		end.RespBytes = 0
 	}

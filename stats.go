@@ -37,6 +37,11 @@ type Stats struct {
 	BadCookies      uint64 // connects whose retry cookie was not valid (forged, expired, another client's)
 	SpentCookies    uint64 // connects whose retry cookie had made a session already (a late copy or a replay)
 	HalfOpenReaped  uint64 // sessions ended because their client never confirmed them
+	// MalformedMetadata counts metadata that did not parse or was over
+	// MaxMetadataSize: requests' (the server refused them with
+	// InvalidArgument, unrun) and responses' (the call failed with
+	// DataLoss).
+	MalformedMetadata uint64
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in
 	// the last complete second.

@@ -94,6 +94,7 @@ func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *
 	var o callOptions
 	if len(opts) > 0 {
 		o = callOptionsOf(opts)
+		ctx = o.withSink(ctx)
 	}
 	resp := new(Resp)
 	reqCodec, respCodec := o.codec, o.codec
@@ -186,7 +187,8 @@ func typeName(c codec.Codec, v any) string {
 type CallOption func(*callOptions)
 
 type callOptions struct {
-	codec codec.Codec
+	codec           codec.Codec
+	header, trailer *Metadata // Header, Trailer (respmeta_call.go)
 }
 
 // WithCallCodec makes Invoke encode the request and decode the response

@@ -33,6 +33,21 @@
 // DeadlineExceeded error answered by the server's handler has a message
 // that names the call ahead of the handler's.
 //
+// Metadata works the gRPC way too: with ServerMetadata installed on the
+// erpc server, a handler written for gRPC reads the caller's metadata with
+// metadata.FromIncomingContext and sets response headers and trailers
+// with grpc.SetHeader, grpc.SendHeader and grpc.SetTrailer; an erpc caller
+// receives them with erpc.WithResponseMetadata (or Invoke's erpc.Header
+// and erpc.Trailer options), or maps grpc.Header and grpc.Trailer call
+// options and grpc's outgoing metadata onto its call with CallContext
+// (ClientMetadata does the outgoing part as a client interceptor):
+//
+//	esrv := erpc.NewServer(erpc.ChainUnaryInterceptor(erpcgrpc.ServerMetadata()))
+//	...
+//	var header, trailer metadata.MD
+//	ctx = erpcgrpc.CallContext(ctx, grpc.Header(&header), grpc.Trailer(&trailer))
+//	reply, err := client.SayHello(ctx, req)
+//
 // Import it under a name of its own beside gRPC's package:
 //
 //	import erpcgrpc "github.com/erpc-go/erpc/contrib/grpc"

@@ -241,7 +241,7 @@ func (e *Engine) finishCall(s *session, i int, data []byte, status uint8, err er
 		e.withdraw(sl.call.req) // the caller may reuse req the moment it hears
 	}
 	e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: sl.call.id, Tag: sl.call.tag,
-		Data: data, Status: status, Err: err, Retransmits: sl.retx})
+		Data: data, Status: status, Err: err, Retransmits: sl.retx, Meta: err == nil && sl.respMeta})
 	sl.call = call{}
 	cs.pending--
 }

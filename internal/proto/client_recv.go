@@ -164,9 +164,10 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 		sl.respGot.reset(sl.respPkts)
 		sl.respGotN = 0
 		sl.status = h.Code
+		sl.respMeta = h.Flags&wire.FlagMetadata != 0
 		sl.call.resp = sized(sl.call.resp, sl.respSize)
 		cs.stamp(i) // its requests for response packets queue now
-	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status {
+	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status || (h.Flags&wire.FlagMetadata != 0) != sl.respMeta {
 		e.stats.DropMalformed++
 		return
 	}

@@ -45,7 +45,8 @@ type clientSlot struct {
 	reqAcked  bitmap
 	reqAckedN uint32
 
-	respSize int // -1 until the first response packet arrives
+	respSize int  // -1 until the first response packet arrives
+	respMeta bool // the response starts with metadata blocks (wire.FlagMetadata)
 	respPkts uint32
 	respGot  bitmap
 	respGotN uint32

@@ -127,6 +127,10 @@ type Event struct {
 	// Retransmits is how many packets of the call were sent again
 	// (EventResponse).
 	Retransmits int
+	// Meta: the response's Data starts with its metadata blocks
+	// (wire.FlagMetadata on its packets; see wire.ParseResponseMetadata),
+	// which the engine neither reads nor strips (EventResponse).
+	Meta bool
 	// EventSessionDown: whether the session was a server's, and whether
 	// it had come up (a dialed session that never connected had not).
 	Server, WasUp bool

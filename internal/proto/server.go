@@ -54,7 +54,8 @@ const (
 // stored response again and the handler never runs twice (at-most-once).
 type serverSlot struct {
 	state  sslotState
-	code   uint8 // response status, or NACK reason
+	code   uint8      // response status, or NACK reason
+	flags  wire.Flags // the response's own flags (wire.FlagMetadata), on each of its packets
 	reqNum uint64
 	req    *Request // receiving or handling
 	resp   []byte   // responded
@@ -196,6 +197,14 @@ func (h ReqHandle) Tag() any {
 // Responding to a request that was canceled meanwhile releases it and
 // returns ErrRequestGone; on any error the caller keeps resp.
 func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error {
+	return e.RespondFlags(now, h, status, resp, 0)
+}
+
+// RespondFlags is Respond with response flags the driver sets on every
+// packet of the response: wire.FlagMetadata when resp starts with the
+// response's metadata blocks. Other flags are the engine's and are
+// ignored.
+func (e *Engine) RespondFlags(now Time, h ReqHandle, status uint8, resp []byte, flags wire.Flags) error {
 	r, err := e.answerable(h)
 	if err != nil {
 		return err
@@ -207,6 +216,7 @@ func (e *Engine) Respond(now Time, h ReqHandle, status uint8, resp []byte) error
 	sl := &s.s.slots[r.slot]
 	sl.state = sslotResponded
 	sl.code = status
+	sl.flags = flags & wire.FlagMetadata
 	sl.req = nil
 	e.keepResponse(sl, r, resp)
 	e.fillResp(e.owedPacket(r), r.owedTo, s, sl, 0, r.owedSeq, r.owedPath, holdMicros(now, r.arrived))
@@ -265,7 +275,7 @@ func (e *Engine) fillResp(p *Packet, to netip.AddrPort, s *session, sl *serverSl
 	h.MsgSize = uint32(len(sl.resp))
 	h.PktIndex = idx
 	h.TxSeq, h.Path, h.HoldMicros = seq, path, hold
-	h.Flags = shareFlag(s)
+	h.Flags = shareFlag(s) | sl.flags
 	lo, hi := dataRange(idx, len(sl.resp), s.dpp)
 	e.fill(p, to, &h, sl.resp[lo:hi])
 }

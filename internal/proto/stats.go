@@ -34,11 +34,20 @@ type Stats struct {
 	BadCookies      uint64 // connects whose cookie was not valid (forged, expired, another client's)
 	SpentCookies    uint64 // connects whose valid cookie had made a session already (a late copy or a replay)
 	HalfOpenReaped  uint64 // unconfirmed sessions ended, half open or cookie-proven (HalfOpenTimeout, or for a proven connect)
+	// MalformedMetadata counts metadata blocks, of requests or responses,
+	// that did not parse or were over wire.MaxMetadata. The engine only
+	// carries the flag that says a message has them; its driver parses
+	// them and counts here (CountMalformedMetadata).
+	MalformedMetadata uint64
 
 	// NacksLastSecond is how many NACKs the server sent in the last
 	// complete second of engine time (StatsAt only).
 	NacksLastSecond uint64
 }
+
+// CountMalformedMetadata counts a metadata block the driver could not use
+// (see Stats.MalformedMetadata).
+func (e *Engine) CountMalformedMetadata() { e.stats.MalformedMetadata++ }
 
 // StatsAt is Stats with the rates that need the time.
 func (e *Engine) StatsAt(now Time) Stats {

@@ -140,6 +140,16 @@
 // field): the server's handler sees the deadline. A request with
 // [FlagMetadata] starts with a metadata block of key/value pairs
 // ([AppendMetadata]); without the flag nothing of metadata is on the wire.
+// A response with [FlagMetadata] (on each of its packets) starts with two
+// such blocks, the handler's headers and then its trailers, ahead of the
+// message or, for an error answer, of the status payload; either block may
+// be empty, and both together are at most [MaxMetadata] bytes
+// ([AppendResponseMetadata], [ParseResponseMetadata]). The flag is
+// constant across a message's packets, as the status code is: a client
+// drops a response packet that disagrees with the first. The engine only
+// carries the flag; the blocks are part of the message, so they travel,
+// are retransmitted and are bounded by the session's maximum message size
+// as the message is. A response without metadata costs nothing extra.
 //
 // # Threat model
 //

@@ -94,7 +94,10 @@ const (
 	// the call's remaining time, encoded by EncodeTimeout.
 	FlagDeadline
 	// FlagMetadata marks a request whose message starts with a metadata
-	// block (see AppendMetadata); without it a request carries none.
+	// block (see AppendMetadata), or a response whose message (or error
+	// payload) starts with two, its headers and its trailers (see
+	// AppendResponseMetadata); without it a request or response carries
+	// none. Every packet of the message carries it.
 	FlagMetadata
 	// FlagUnderShare marks a reply (CR or response) to a session that
 	// gets less than its share of the request data arriving at the

@@ -17,38 +17,75 @@ import (
 // case, as gRPC does).
 
 // MaxMetadata bounds a metadata block (its length field included): a peer
-// cannot make a server parse or keep more than this per request.
+// cannot make a server parse or keep more than this per request. It bounds
+// a response's metadata too: its two blocks together (see
+// ParseResponseMetadata).
 const MaxMetadata = 16 << 10
 
-// ErrMetadata reports a malformed or oversized metadata block.
-var ErrMetadata = errors.New("wire: malformed metadata block")
+// Errors of the metadata parsers: a block that does not parse, and one
+// that parses but is over MaxMetadata.
+var (
+	ErrMetadata         = errors.New("wire: malformed metadata block")
+	ErrMetadataTooLarge = errors.New("wire: metadata block over MaxMetadata")
+)
 
-// AppendMetadata appends the block for md to b. Keys are written in the
-// order given by keys (callers sort them for a stable encoding).
-func AppendMetadata(b []byte, keys []string, md map[string][]string) []byte {
-	var body []byte
-	body = binary.AppendUvarint(body, uint64(len(keys)))
+// BlockSize is the length of the block AppendMetadata writes for keys of
+// md, its length field included.
+func BlockSize(keys []string, md map[string][]string) int {
+	n := bodySize(keys, md)
+	return uvarintLen(uint64(n)) + n
+}
+
+func bodySize(keys []string, md map[string][]string) int {
+	n := uvarintLen(uint64(len(keys)))
 	for _, k := range keys {
-		body = binary.AppendUvarint(body, uint64(len(k)))
-		body = append(body, k...)
 		vs := md[k]
-		body = binary.AppendUvarint(body, uint64(len(vs)))
+		n += uvarintLen(uint64(len(k))) + len(k) + uvarintLen(uint64(len(vs)))
 		for _, v := range vs {
-			body = binary.AppendUvarint(body, uint64(len(v)))
-			body = append(body, v...)
+			n += uvarintLen(uint64(len(v))) + len(v)
 		}
 	}
-	b = binary.AppendUvarint(b, uint64(len(body)))
-	return append(b, body...)
+	return n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// AppendMetadata appends the block for md to b. Keys are written in the
+// order given by keys (callers sort them for a stable encoding). It
+// allocates only if b has no room for the block.
+func AppendMetadata(b []byte, keys []string, md map[string][]string) []byte {
+	b = binary.AppendUvarint(b, uint64(bodySize(keys, md)))
+	b = binary.AppendUvarint(b, uint64(len(keys)))
+	for _, k := range keys {
+		b = binary.AppendUvarint(b, uint64(len(k)))
+		b = append(b, k...)
+		vs := md[k]
+		b = binary.AppendUvarint(b, uint64(len(vs)))
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return b
 }
 
 // ParseMetadata splits msg into its metadata block and the rest, calling
 // kv for each key's values (keys may repeat only if the sender repeated
-// them). It rejects blocks over MaxMetadata and anything malformed.
+// them). It rejects anything malformed (ErrMetadata) and blocks over
+// MaxMetadata (ErrMetadataTooLarge).
 func ParseMetadata(msg []byte, kv func(key string, values []string)) (rest []byte, err error) {
 	n, l := binary.Uvarint(msg)
-	if l <= 0 || n > uint64(len(msg)-l) || n+uint64(l) > MaxMetadata {
+	if l <= 0 || n > uint64(len(msg)-l) {
 		return nil, ErrMetadata
+	}
+	if n+uint64(l) > MaxMetadata {
+		return nil, ErrMetadataTooLarge
 	}
 	body, rest := msg[l:l+int(n)], msg[l+int(n):]
 	keys, body, ok := uvarint(body)
