@@ -221,12 +221,15 @@
 //     the engine's (options.go's WithMaxHeldRequests and WithMaxHeldBytes).
 //   - Typed API: typed.go and typed_cache.go (Register, Invoke), method.go
 //     (method IDs), package codec.
-//   - Interceptors and stats: interceptor.go, metadata.go, stats.go
+//   - Metadata: metadata.go (a request's metadata), respmeta.go (a
+//     handler's response headers and trailers), respmeta_call.go (the
+//     caller's side of them).
+//   - Interceptors and stats: interceptor.go, stats.go
 //     (Endpoint.Stats), stats_handler.go (StatsHandler).
 //   - Errors: status.go (Code, Error, error payloads), status_grpc.go (a
 //     handler's gRPC status error read by reflection, importing neither
-//     gRPC nor protobuf),
-//     notexecuted.go (NotExecuted, the never-ran proofs).
+//     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
+//     proofs).
 //   - Options: options.go.
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
