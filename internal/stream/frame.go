@@ -167,17 +167,17 @@ func AppendEnd(b []byte, id, final uint64, code uint8, status, block []byte) []b
 // DataOverhead is the most a Data frame adds to its message.
 const DataOverhead = 1 + 3*binary.MaxVarintLen64
 
-// Cut returns the longest prefix of the batch b made of whole frames
-// whose length is at most max, but at least one frame if b has one.
-// It assumes b is well formed (its own output).
-func Cut(b []byte, max int) int {
+// Cut returns the length of the longest prefix of the batch b made of
+// whole frames that is at most max long; if atLeastOne, the first frame
+// whatever its length. It assumes b is well formed (its own output).
+func Cut(b []byte, max int, atLeastOne bool) int {
 	var r Reader
 	r.Reset(b)
 	var f Frame
 	end := 0
 	for r.Next(&f) {
 		next := len(b) - len(r.Rest())
-		if next > max && end > 0 {
+		if next > max && (end > 0 || !atLeastOne) {
 			break
 		}
 		end = next

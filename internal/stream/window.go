@@ -216,3 +216,7 @@ func (r *Receiver) HighWater() (int, uint64) { return r.highMsgs, r.highBytes }
 
 // Delivered is the number of messages delivered.
 func (r *Receiver) Delivered() uint64 { return r.next }
+
+// Received reports whether the end is known and every message up to it
+// has arrived (delivered or buffered).
+func (r *Receiver) Received() bool { return r.hasFinal && r.next+uint64(r.buffered) == r.final }

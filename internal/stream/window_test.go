@@ -198,7 +198,7 @@ func FuzzReader(f *testing.F) {
 				}
 			}
 		}
-		_ = Cut(out, len(out)/2)
+		_ = Cut(out, len(out)/2, true)
 	})
 }
 
@@ -230,10 +230,13 @@ func TestCut(t *testing.T) {
 	b := AppendData(nil, 1, 0, make([]byte, 100))
 	one := len(b)
 	b = AppendData(b, 1, 1, make([]byte, 10))
-	if n := Cut(b, 50); n != one {
+	if n := Cut(b, 50, true); n != one {
 		t.Fatalf("cut at %d, want the first frame (%d)", n, one)
 	}
-	if n := Cut(b, len(b)); n != len(b) {
+	if n := Cut(b, 50, false); n != 0 {
+		t.Fatalf("cut at %d, want nothing", n)
+	}
+	if n := Cut(b, len(b), false); n != len(b) {
 		t.Fatalf("cut at %d of %d", n, len(b))
 	}
 }
