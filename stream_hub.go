@@ -24,8 +24,7 @@ type srvSession struct {
 	ep      *Endpoint
 	sid     proto.SessionID
 	streams map[uint64]*serverStream
-	parked  Request // a request the client left for the server to answer when it has output
-	hasPark bool
+	parked  []Request // requests the client left for the server to answer when it has output (maxParked)
 	outq    []*serverStream // streams with output, in the order they got it
 	scratch []byte          // where answers are built
 	gone    bool            // the session ended
@@ -112,23 +111,27 @@ func (h *streamHub) refuse() { h.count.refused.Add(1) }
 // answerParked answers the parked request with the session's output, if
 // there is any.
 func (ss *srvSession) answerParked() {
-	if !ss.hasPark || len(ss.outq) == 0 {
-		return
+	for len(ss.parked) > 0 && len(ss.outq) > 0 {
+		_ = ss.unpark().Respond(ss.answer(streamBatch(ss.ep)))
 	}
-	q := ss.parked
-	ss.parked, ss.hasPark = Request{}, false
-	_ = q.Respond(ss.answer(streamBatch(ss.ep)))
 	ss.unparkIfIdle()
 }
 
-// unparkIfIdle answers the parked request, empty, once the session has no
-// streams left: the client parks none then, and the request would hold
-// one of its session's slots for nothing.
+// unpark takes the oldest parked request.
+func (ss *srvSession) unpark() Request {
+	q := ss.parked[0]
+	n := copy(ss.parked, ss.parked[1:])
+	ss.parked[n] = Request{}
+	ss.parked = ss.parked[:n]
+	return q
+}
+
+// unparkIfIdle answers the parked requests, empty, once the session has
+// no streams left: the client parks none then, and they would hold its
+// session's slots for nothing.
 func (ss *srvSession) unparkIfIdle() {
-	if ss.hasPark && len(ss.streams) == 0 {
-		q := ss.parked
-		ss.parked, ss.hasPark = Request{}, false
-		_ = q.Respond(nil)
+	for len(ss.streams) == 0 && len(ss.parked) > 0 {
+		_ = ss.unpark().Respond(nil)
 	}
 }
 

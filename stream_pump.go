@@ -17,16 +17,22 @@ type cliSession struct {
 	s       *Session
 	streams map[uint64]*clientStream
 	outq    []*clientStream
-	parked  bool // a parked exchange is out
-	uplinks int  // other exchanges out
+	parked  int // parked exchanges out
+	uplinks int // other exchanges out
 	free    []*exchange
 	refused uint64
 }
 
-// maxUplinks bounds the exchanges a session has out besides the parked
-// one: with it, streams use at most maxUplinks+1 of the session's
-// request slots (8 by default), and unary calls keep the rest.
-const maxUplinks = 2
+// maxParked is how many exchanges a session keeps parked at the server:
+// two, so that the server can answer one while the answer to the other
+// is on its way. maxUplinks bounds the exchanges out besides them. With
+// them, streams use at most four of the session's request slots (8 by
+// default, WithWindow), however many streams there are, and unary calls
+// keep the rest.
+const (
+	maxParked  = 2
+	maxUplinks = 2
+)
 
 // exchange is one exchange request and its buffers, reused.
 type exchange struct {
@@ -67,7 +73,7 @@ func (cs *cliSession) pump() {
 	for len(cs.outq) > 0 && cs.uplinks < maxUplinks {
 		cs.send(false)
 	}
-	if !cs.parked && len(cs.streams) > 0 {
+	for cs.parked < maxParked && len(cs.streams) > 0 {
 		cs.send(true)
 	}
 }
@@ -79,7 +85,7 @@ func (cs *cliSession) send(park bool) {
 	b := append(x.req[:0], 0)
 	if park {
 		b[0] = flagPark
-		cs.parked = true
+		cs.parked++
 	} else {
 		cs.uplinks++
 	}
@@ -150,7 +156,7 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 func (x *exchange) complete(resp []byte, err error) {
 	cs := x.cs
 	if x.park {
-		cs.parked = false
+		cs.parked--
 	} else {
 		cs.uplinks--
 	}

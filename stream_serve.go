@@ -145,10 +145,11 @@ func serveStreamExchange(q Request) {
 		q.Respond(ss.answer(streamBatch(ep)))
 		ss.unparkIfIdle()
 	default:
-		if ss.hasPark { // one parked request per session is enough
-			ss.parked.Respond(nil)
+		if len(ss.parked) >= maxParked { // a client parks no more than that
+			ep.streams.refuse()
+			_ = ss.unpark().Respond(nil)
 		}
-		ss.parked, ss.hasPark = q, true
+		ss.parked = append(ss.parked, q)
 	}
 }
 

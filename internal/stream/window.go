@@ -87,10 +87,32 @@ type slot struct {
 
 // NewReceiver makes a receiver with a window of msgs messages and bytes
 // bytes for messages of at most maxMsg bytes; its initial grant is the
-// whole window.
+// whole window. Its reorder ring starts small and grows, up to the
+// window, as far as the sender gets ahead.
 func NewReceiver(msgs, bytes, maxMsg int) Receiver {
 	return Receiver{window: uint64(msgs), byteWindow: uint64(bytes), maxMsg: uint64(maxMsg),
-		ring: make([]slot, msgs), grantMsgs: uint64(msgs), grantBytes: uint64(bytes)}
+		ring: make([]slot, min(msgs, initialRing)), grantMsgs: uint64(msgs), grantBytes: uint64(bytes)}
+}
+
+const initialRing = 16
+
+// slotOf is message seq's slot, growing the ring to hold it (seq is
+// within the window).
+func (r *Receiver) slotOf(seq uint64) *slot {
+	n := uint64(len(r.ring))
+	if seq-r.next >= n {
+		size := n
+		for seq-r.next >= size {
+			size *= 2
+		}
+		ring := make([]slot, min(size, r.window))
+		for i := r.next; i < r.next+n; i++ {
+			ring[i%uint64(len(ring))] = r.ring[i%n]
+		}
+		r.ring = ring
+		n = uint64(len(ring))
+	}
+	return &r.ring[seq%n]
 }
 
 // Accept takes message seq, copying msg. It refuses a message it has had,
@@ -105,7 +127,7 @@ func (r *Receiver) Accept(seq uint64, msg []byte) error {
 	case seq-r.next >= r.window:
 		return ErrOutOfWindow
 	}
-	s := &r.ring[seq%r.window]
+	s := r.slotOf(seq)
 	switch {
 	case s.present:
 		return ErrDuplicate
@@ -154,7 +176,7 @@ func (r *Receiver) recycle(b []byte) {
 func (r *Receiver) Next() ([]byte, bool) {
 	r.recycle(r.lent)
 	r.lent = nil
-	s := &r.ring[r.next%r.window]
+	s := &r.ring[r.next%uint64(len(r.ring))]
 	if !s.present {
 		return nil, false
 	}
@@ -178,8 +200,9 @@ func (r *Receiver) End(final uint64) error {
 	case final < r.next, final-r.next > r.window:
 		return ErrBadEnd
 	}
-	for seq := final; seq < r.next+r.window; seq++ { // buffered beyond the end: refused
-		if r.ring[seq%r.window].present {
+	n := uint64(len(r.ring))
+	for seq := final; seq < r.next+n; seq++ { // buffered beyond the end: refused
+		if r.ring[seq%n].present {
 			return ErrBadEnd
 		}
 	}
