@@ -129,7 +129,7 @@ type streamConfig struct {
 // Default stream windows, and the most a client may ask of a server.
 const (
 	defaultStreamMsgs  = 4096
-	defaultStreamBytes = 1 << 20
+	defaultStreamBytes = 4 << 20
 	maxStreamMsgs      = 1 << 16
 	maxStreamBytes     = 64 << 20
 	// maxStreamsPerSession bounds the streams one client session may have
@@ -210,8 +210,10 @@ func (s *Server) HandleStream(method string, fn StreamHandler, opts ...StreamOpt
 	return nil
 }
 
-// registerStreamMethods registers the internal methods, inline: they only
-// move frames between the session and the streams' buffers.
+// registerStreamMethods registers the internal methods. They must run
+// inline, on the loop: they only move frames between the session and the
+// streams' buffers, and the state they touch (Endpoint.streams) is the
+// loop's. A change of the default dispatch must leave them there.
 func (s *Server) registerStreamMethods() error {
 	if err := s.register(&handler{name: streamOpenMethod, run: serveStreamOpen}); err != nil {
 		return err

@@ -3,6 +3,7 @@ package erpc_test
 import (
 	"context"
 	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,7 +37,14 @@ func benchStreamPair(b *testing.B) *erpc.Session {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { sep.Close() })
-	s, err := erpc.Dial(context.Background(), sep.Addr().String())
+	// The client listens on loopback too, so that both ends use its
+	// 64 KiB datagrams (as TCP loopback does for gRPC).
+	cep, err := erpc.Listen("127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cep.Close() })
+	s, err := cep.Dial(context.Background(), sep.Addr().String())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,4 +94,41 @@ func BenchmarkStreamServer64KiB(b *testing.B) {
 	start := time.Now()
 	recvAll(b, s, b.N, 64<<10)
 	b.ReportMetric(float64(b.N)*64*1024*8/time.Since(start).Seconds()/1e9, "Gb/s")
+}
+
+// BenchmarkStreamBesideSlowReader: the 32-byte rate of one stream while
+// another stream on the same session has a reader that never reads (its
+// handler blocked on credit). Compare with BenchmarkStreamServer32B.
+func BenchmarkStreamBesideSlowReader(b *testing.B) {
+	s := benchStreamPair(b)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	slow, err := s.NewStream(ctx, "Flood", erpc.StreamWindow(64, 1<<20))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := slow.Send(floodRequest(1<<30, 32)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	recvAll(b, s, b.N, 32)
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+// BenchmarkStream16x32B: 16 server streams on one session at once, 32-byte
+// messages; msgs/s is their sum.
+func BenchmarkStream16x32B(b *testing.B) {
+	s := benchStreamPair(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	per := b.N/16 + 1
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() { recvAll(b, s, per, 32) })
+	}
+	wg.Wait()
+	b.ReportMetric(float64(per*16)/time.Since(start).Seconds(), "msgs/s")
 }

@@ -125,9 +125,14 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 		return streamError(st.method, s.target, &Error{Code: Internal, Msg: "malformed answer to a stream's opening"})
 	}
 	st.send = stream.NewSender(msgs, bytes)
-	cs := s.ep.streams.client(s)
+	h := &s.ep.streams
+	cs := h.client(s)
 	st.cs, st.sid = cs, s.sid // the session that answered is the current one: its end comes after this
 	cs.streams[st.id] = st
+	if h.cliSid == nil {
+		h.cliSid = map[proto.SessionID]*cliSession{}
+	}
+	h.cliSid[s.sid] = cs
 	if !st.opening.CompareAndSwap(openWaiting, openDone) {
 		st.cancelWith(&Error{Code: Canceled, Msg: "canceled while opening"}, Canceled)
 	}

@@ -15,6 +15,7 @@ import (
 type streamHub struct {
 	srv    map[proto.SessionID]*srvSession
 	cli    map[*Session]*cliSession
+	cliSid map[proto.SessionID]*cliSession // by the engine sessions its streams were opened on
 	count  streamCounters
 	nextID atomic.Uint64
 }
@@ -24,7 +25,7 @@ type srvSession struct {
 	ep      *Endpoint
 	sid     proto.SessionID
 	streams map[uint64]*serverStream
-	parked  []Request // requests the client left for the server to answer when it has output (maxParked)
+	parked  []Request       // requests the client left for the server to answer when it has output (maxParked)
 	outq    []*serverStream // streams with output, in the order they got it
 	scratch []byte          // where answers are built
 	gone    bool            // the session ended
@@ -48,10 +49,11 @@ func (h *streamHub) server(ep *Endpoint, sid proto.SessionID, create bool) *srvS
 func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause error) {
 	h := &ep.streams
 	if !server {
-		for s, cs := range h.cli {
+		if cs := h.cliSid[sid]; cs != nil {
+			delete(h.cliSid, sid)
 			cs.sessionDown(sid, cause)
-			if s.closed.Load() && len(cs.streams) == 0 {
-				delete(h.cli, s)
+			if cs.s.closed.Load() && len(cs.streams) == 0 {
+				delete(h.cli, cs.s)
 			}
 		}
 		return
@@ -160,7 +162,7 @@ func (ss *srvSession) answer(max int) []byte {
 
 // streamBatch is the most a batch of frames carries: a quarter of a
 // megabyte, or less if the endpoint's messages are smaller.
-func streamBatch(ep *Endpoint) int { return min(256<<10, maxMessage(ep)) }
+func streamBatch(ep *Endpoint) int { return min(1<<20, maxMessage(ep)) }
 
 // maxMessage is the endpoint's message limit.
 func maxMessage(ep *Endpoint) int {

@@ -20,7 +20,6 @@ type cliSession struct {
 	parked  int // parked exchanges out
 	uplinks int // other exchanges out
 	free    []*exchange
-	refused uint64
 }
 
 // maxParked is how many exchanges a session keeps parked at the server:
@@ -219,6 +218,10 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		}
 	case stream.KindEnd:
 		if err = st.recv.End(f.Seq); err == nil {
+			if !st.gotHeader { // a server always sends one first; one that did not has none
+				st.gotHeader = true
+				close(st.headerDone)
+			}
 			st.trailer, _, _ = parseRequestMetadata(f.Meta)
 			st.status = st.endStatus(Code(f.Code), f.Data)
 			st.gotEnd = true
