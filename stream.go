@@ -42,7 +42,7 @@ import (
 // something for it; messages travel in batches, many per request.
 //
 // Each direction of each stream has its own credit window (StreamWindow:
-// W messages and B bytes, 4096 and 1 MiB by default). A sender whose
+// W messages and B bytes, 4096 and 4 MiB by default). A sender whose
 // window is used blocks in Send until its reader's Recv frees room; a
 // slow reader therefore backs up its own stream and nothing else on the
 // session. A receiver buffers at most its window (plus one message, the
@@ -139,7 +139,7 @@ const (
 
 // StreamWindow sets the receive window of a stream's side: how many
 // messages and bytes its peer may send ahead of the Recv calls (default
-// 4096 and 1 MiB). A reader holds at most that much, plus one message.
+// 4096 and 4 MiB). A reader holds at most that much, plus one message.
 // Given to HandleStream it sizes the handler's side; to NewStream, the
 // client's. A server caps what a client asks at 65,536 messages and 64
 // MiB.

@@ -233,3 +233,28 @@ func TestStreamServerShutdown(t *testing.T) {
 		break
 	}
 }
+
+// TestStreamServerClose: closing the server's endpoint mid-stream ends
+// the handler's context and fails the client's stream with Unavailable.
+func TestStreamServerClose(t *testing.T) {
+	checkLeaks(t)
+	inRecv := make(chan struct{})
+	handlerErr := make(chan error, 1)
+	srv := streamServer(t, "Wait", func(s erpc.ServerStream) error {
+		close(inRecv)
+		_, err := s.Recv()
+		handlerErr <- err
+		return err
+	})
+	sep, sess := streamPair(t, newMemNet(), srv, erpc.WithFailureTimeout(300*time.Millisecond))
+	st, err := sess.NewStream(context.Background(), "Wait")
+	must(t, err)
+	<-inRecv
+	sep.Close()
+	if err := <-handlerErr; err == nil {
+		t.Fatal("the handler's Recv returned no error after its endpoint closed")
+	}
+	if _, err := st.Recv(); erpc.CodeOf(err) != erpc.Unavailable {
+		t.Fatalf("client: %v", err)
+	}
+}

@@ -122,3 +122,47 @@ func TestStreamHostileClient(t *testing.T) {
 		t.Fatalf("stats %+v", got)
 	}
 }
+
+// TestStreamServerEnforcesDeadline: the server ends a stream whose
+// deadline passed on its own, even when the handler ignores its context
+// and the client never cancels (a raw client, without NewStream's timer):
+// the client's next exchange brings the End with DeadlineExceeded.
+func TestStreamServerEnforcesDeadline(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	defer close(release)
+	srv := streamServer(t, "Deaf", func(s erpc.ServerStream) error {
+		<-release // ignores its context
+		return nil
+	})
+	_, sess := streamPair(t, newMemNet(), srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	b := binary.AppendUvarint(nil, 3)
+	b = binary.AppendUvarint(b, 4)
+	b = binary.AppendUvarint(b, 1000)
+	if _, err := sess.Call(ctx, "erpc.stream/open", append(b, "Deaf"...), nil); err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		resp, err := rawExchange(t, sess, nil)
+		must(t, err)
+		var rd stream.Reader
+		rd.Reset(resp)
+		var f stream.Frame
+		for rd.Next(&f) {
+			if f.Kind == stream.KindEnd && f.Stream == 3 {
+				if erpc.Code(f.Code) != erpc.DeadlineExceeded {
+					t.Fatalf("the stream ended with %v", erpc.Code(f.Code))
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the server never ended the stream whose deadline passed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -77,8 +77,7 @@ func serveStreamOpen(q Request) {
 			"the session has %d streams open, the most a server allows", len(ss.streams))})
 		return
 	}
-	st := newServerStream(ep, ss, id, hd, r)
-	st.send = stream.NewSender(min(msgs, maxStreamMsgs), min(bytes, maxStreamBytes))
+	st := newServerStream(ep, ss, id, hd, r, stream.NewSender(min(msgs, maxStreamMsgs), min(bytes, maxStreamBytes)))
 	ss.streams[id] = st
 	ep.streams.count.opened.Add(1)
 	ep.streams.count.active.Add(1)
@@ -89,10 +88,11 @@ func serveStreamOpen(q Request) {
 }
 
 // newServerStream makes the stream of open request r, with its context:
-// the client's metadata, address and deadline.
-func newServerStream(ep *Endpoint, ss *srvSession, id uint64, hd *streamHandler, r *request) *serverStream {
+// the client's metadata, address and deadline. The context's watcher may
+// run at once (a deadline already past): the stream is whole before.
+func newServerStream(ep *Endpoint, ss *srvSession, id uint64, hd *streamHandler, r *request, send stream.Sender) *serverStream {
 	maxMsg := maxStreamMessage(ep)
-	st := &serverStream{ep: ep, ss: ss, id: id, hd: hd, maxMsg: maxMsg,
+	st := &serverStream{ep: ep, ss: ss, id: id, hd: hd, maxMsg: maxMsg, send: send,
 		recv:     stream.NewReceiver(hd.cfg.msgs, hd.cfg.bytes, maxMsg),
 		sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1)}
 	ctx := context.Context(callerCtx{context.Background(), r.md, r.peer})
@@ -101,8 +101,8 @@ func newServerStream(ep *Endpoint, ss *srvSession, id uint64, hd *streamHandler,
 		ctx, st.stopDL = context.WithDeadline(ctx, r.dl)
 	}
 	st.ctx, st.cancel = context.WithCancelCause(ctx)
-	st.stopCtx = context.AfterFunc(st.ctx, st.onContextDone)
 	st.kick = st.onKick
+	st.stopCtx = context.AfterFunc(st.ctx, st.onContextDone) // last: it may run at once
 	return st
 }
 
