@@ -114,9 +114,24 @@ func (h *streamHub) refuse() { h.count.refused.Add(1) }
 // there is any.
 func (ss *srvSession) answerParked() {
 	for len(ss.parked) > 0 && len(ss.outq) > 0 {
-		_ = ss.unpark().Respond(ss.answer(streamBatch(ss.ep)))
+		ss.respond(ss.unpark())
 	}
 	ss.unparkIfIdle()
+}
+
+// respond answers q with the session's output, in memory of the engine's
+// pool, which the engine takes over (no allocation, whatever the size).
+func (ss *srvSession) respond(q Request) {
+	b := ss.answer(streamBatch(ss.ep))
+	if len(b) == 0 {
+		_ = q.Respond(nil)
+		return
+	}
+	out := ss.ep.eng.Buffer(len(b))
+	copy(out, b)
+	if q.respondOwned(out) != nil {
+		ss.ep.eng.Recycle(out) // the request is gone (its session ended)
+	}
 }
 
 // unpark takes the oldest parked request.

@@ -142,7 +142,7 @@ func serveStreamExchange(q Request) {
 	case ss == nil:
 		q.Respond(nil)
 	case len(ss.outq) > 0 || !park || len(ss.streams) == 0:
-		q.Respond(ss.answer(streamBatch(ep)))
+		ss.respond(q)
 		ss.unparkIfIdle()
 	default:
 		if len(ss.parked) >= maxParked { // a client parks no more than that
