@@ -37,16 +37,20 @@ import (
 // and the session's failure detection: the opening runs at most once,
 // and a stream's messages arrive exactly once and in order, or the
 // stream fails. Since the server speaks only when spoken to, the client
-// keeps one request parked at the server per session (not per stream),
+// keeps two requests parked at the server per session (not per stream),
 // which the server answers when any of the session's streams has
-// something for it; messages travel in batches, many per request.
+// something for it; messages travel in batches, many per request. A
+// session's streams use at most four of its request slots (WithWindow,
+// 8 by default) however many there are: unary calls keep the rest.
 //
 // Each direction of each stream has its own credit window (StreamWindow:
-// W messages and B bytes, 4096 and 4 MiB by default). A sender whose
+// W messages and B bytes, 16,384 and 4 MiB by default). A sender whose
 // window is used blocks in Send until its reader's Recv frees room; a
 // slow reader therefore backs up its own stream and nothing else on the
 // session. A receiver buffers at most its window (plus one message, the
-// last one to start), and a stream's state is a few kilobytes besides.
+// last one to start); its reorder ring grows with what it holds, up to
+// 32 bytes a message of the window (512 KiB by default), and an idle
+// stream's state is a few kilobytes.
 //
 // Either side ends a stream: the handler by returning (its error, or
 // nil, and its trailers reach the client's Recv after the messages it
@@ -128,7 +132,7 @@ type streamConfig struct {
 
 // Default stream windows, and the most a client may ask of a server.
 const (
-	defaultStreamMsgs  = 4096
+	defaultStreamMsgs  = 16384
 	defaultStreamBytes = 4 << 20
 	maxStreamMsgs      = 1 << 16
 	maxStreamBytes     = 64 << 20
@@ -139,7 +143,7 @@ const (
 
 // StreamWindow sets the receive window of a stream's side: how many
 // messages and bytes its peer may send ahead of the Recv calls (default
-// 4096 and 4 MiB). A reader holds at most that much, plus one message.
+// 16,384 and 4 MiB). A reader holds at most that much, plus one message.
 // Given to HandleStream it sizes the handler's side; to NewStream, the
 // client's. A server caps what a client asks at 65,536 messages and 64
 // MiB.
