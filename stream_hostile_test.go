@@ -166,3 +166,65 @@ func TestStreamServerEnforcesDeadline(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// FuzzStreamExchange feeds arbitrary exchange requests to a server with
+// open streams: it answers every one (a malformed batch with
+// InvalidArgument) and never panics (a panic would come back as Internal,
+// "handler panicked").
+func FuzzStreamExchange(f *testing.F) {
+	f.Add(stream.AppendData(nil, 1, 0, []byte("x")))
+	f.Add(stream.AppendClose(stream.AppendData(nil, 2, 0, nil), 2, 1))
+	f.Add(stream.AppendGrant(stream.AppendCancel(nil, 1, 1), 3, 1<<62, 1<<62))
+	f.Add([]byte{1, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 1})
+	srv := erpc.NewServer()
+	if err := srv.HandleStream("F", func(s erpc.ServerStream) error {
+		for {
+			if _, err := s.Recv(); err != nil {
+				return err
+			}
+			s.Send([]byte("r"))
+		}
+	}, erpc.StreamWindow(4, 100)); err != nil {
+		f.Fatal(err)
+	}
+	n := newMemNet()
+	tr, _ := n.net.Listen("")
+	sep, err := srv.Listen("", erpc.WithTransport(tr))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer sep.Close()
+	ctr, _ := n.net.Listen("")
+	cep, err := erpc.Listen("", erpc.WithTransport(ctr))
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer cep.Close()
+	sess, err := cep.Dial(context.Background(), sep.Addr().String())
+	if err != nil {
+		f.Fatal(err)
+	}
+	var next uint64
+	f.Fuzz(func(t *testing.T, frames []byte) {
+		next++
+		for id := range uint64(4) { // streams 0..3 of this round, open
+			b := binary.AppendUvarint(nil, next<<2|id)
+			b = binary.AppendUvarint(b, 4)
+			b = binary.AppendUvarint(b, 100)
+			sess.Call(context.Background(), "erpc.stream/open", append(b, 'F'), nil)
+		}
+		for park, wait := range []time.Duration{2 * time.Second, 10 * time.Millisecond} {
+			ctx, cancel := context.WithTimeout(context.Background(), wait) // a parked one may wait for output
+			_, err := sess.Call(ctx, "erpc.stream/exchange", append([]byte{byte(park)}, frames...), nil)
+			cancel()
+			if erpc.CodeOf(err) == erpc.Internal {
+				t.Fatalf("exchange %x: %v", frames, err)
+			}
+		}
+		var end []byte
+		for id := range uint64(4) {
+			end = stream.AppendCancel(end, next<<2|id, 1)
+		}
+		rawExchange(t, sess, end) // the round's streams end
+	})
+}
