@@ -3,6 +3,7 @@ package erpc
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
 	"github.com/erpc-go/erpc/internal/stream"
@@ -38,8 +39,15 @@ type exchange struct {
 	cs        *cliSession
 	req, resp []byte
 	park      bool
+	tries     int                          // refusals by a full server in a row
 	done      func(resp []byte, err error) // bound once
+	resend    func()                       // bound once
 }
+
+// maxRefusals is how many times in a row an exchange a full server
+// refused (a NACK: it never ran) is sent again, after 2, 4... 256 ms,
+// before the session's streams fail with ResourceExhausted.
+const maxRefusals = 8
 
 func (h *streamHub) client(s *Session) *cliSession {
 	cs := h.cli[s]
@@ -100,6 +108,7 @@ func (cs *cliSession) getExchange() *exchange {
 	}
 	x := &exchange{cs: cs}
 	x.done = x.complete
+	x.resend = func() { cs.s.Go(streamXchgMethod, x.req, x.resp, x.done) }
 	return x
 }
 
@@ -154,6 +163,10 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 // complete takes an exchange's answer (on the loop).
 func (x *exchange) complete(resp []byte, err error) {
 	cs := x.cs
+	if err != nil && x.retry(err) {
+		return
+	}
+	x.tries = 0
 	if x.park {
 		cs.parked--
 	} else {
@@ -173,6 +186,18 @@ func (x *exchange) complete(resp []byte, err error) {
 	}
 	cs.free = append(cs.free, x)
 	cs.pump()
+}
+
+// retry sends again, after a backoff, an exchange a full server refused
+// before running it (its frames are neither lost nor delivered twice).
+func (x *exchange) retry(err error) bool {
+	if !NotExecuted(err) || CodeOf(err) != ResourceExhausted || x.tries >= maxRefusals || x.cs.s.closed.Load() {
+		return false
+	}
+	x.tries++
+	ep := x.cs.s.ep
+	time.AfterFunc(time.Millisecond<<x.tries, func() { _ = ep.Post(x.resend) }) // a closed endpoint failed the streams
+	return true
 }
 
 // deliver applies the server's frames to the streams they name.
