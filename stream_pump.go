@@ -64,12 +64,17 @@ func (h *streamHub) client(s *Session) *cliSession {
 // onKick queues st's output (on the loop).
 func (st *clientStream) onKick() {
 	cs := st.cs
-	cs.outq = append(cs.outq, st)
 	st.mu.Lock()
 	urgent := st.cancelOut != 0
 	st.mu.Unlock()
-	if urgent && cs.uplinks >= maxUplinks {
-		cs.send(false) // a cancel does not wait for a slot: it reaches the handler within half a round trip
+	cs.outq = append(cs.outq, st)
+	if urgent { // a cancel waits neither behind other output nor for a slot:
+		// it reaches the handler within half a round trip
+		copy(cs.outq[1:], cs.outq)
+		cs.outq[0] = st
+		if cs.uplinks >= maxUplinks {
+			cs.send(false)
+		}
 	}
 	cs.pump()
 }
@@ -243,8 +248,8 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		}
 	case stream.KindEnd:
 		if err = st.recv.End(f.Seq); err == nil {
-			if !st.gotHeader { // a server always sends one first; one that did not has none
-				st.gotHeader = true
+			if !st.gotHeader && st.over == nil { // a server always sends one first; one that did not has none
+				st.gotHeader = true // (over closed headerDone already)
 				close(st.headerDone)
 			}
 			st.trailer, _, _ = parseRequestMetadata(f.Meta)
