@@ -189,9 +189,16 @@ func (x *exchange) complete(resp []byte, err error) {
 	} else {
 		cs.deliver(resp)
 	}
+	if len(cs.streams) == 0 && cap(x.req)+cap(x.resp) > keptExchangeBytes {
+		x.req, x.resp = nil, nil // an idle session keeps no batch-sized buffers
+	}
 	cs.free = append(cs.free, x)
 	cs.pump()
 }
+
+// keptExchangeBytes is the most an exchange keeps, for its next use, of
+// the buffers a session with no stream left used.
+const keptExchangeBytes = 64 << 10
 
 // retry sends again, after a backoff, an exchange a full server refused
 // before running it (its frames are neither lost nor delivered twice).
