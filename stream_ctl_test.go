@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -323,5 +324,47 @@ func TestStreamSurvivesFullServer(t *testing.T) {
 	}
 	if _, err := st.Recv(); err != io.EOF {
 		t.Fatalf("end: %v", err)
+	}
+}
+
+// TestStreamsLeaveSlotsForCalls: however many streams a session has (20
+// here, each with a blocked handler), they hold at most four of its
+// request slots, and unary calls on the same session, eight at a time,
+// all complete.
+func TestStreamsLeaveSlotsForCalls(t *testing.T) {
+	checkLeaks(t)
+	srv := erpc.NewServer()
+	must(t, srv.HandleStream("Stuck", func(s erpc.ServerStream) error {
+		for {
+			if err := s.Send(make([]byte, 10)); err != nil {
+				return err
+			}
+		}
+	}))
+	must(t, srv.Handle("Echo", echoHandler))
+	_, sess := streamPair(t, newMemNet(), srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 20 {
+		if _, err := sess.NewStream(ctx, "Stuck", erpc.StreamWindow(2, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := sess.Call(ctx, "Echo", []byte("x"), nil); err != nil {
+					t.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if done.Load() != 400 {
+		t.Fatalf("%d of 400 calls completed beside 20 stuck streams", done.Load())
 	}
 }
