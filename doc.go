@@ -82,6 +82,23 @@
 // park for a deadline less than a millisecond away (a pacer's gap): Go's
 // netpoller sleeps whole milliseconds, so it spins until the deadline.
 //
+// # Streams
+//
+// Server.HandleStream serves server-, client- and bidirectional streams;
+// Session.NewStream opens one. Each side Sends and Recvs any number of
+// messages, of any size up to the message limit. The handler's return
+// ends the stream with its status and trailers (SetTrailer); headers go
+// with the first message or SendHeader. CloseSend half-closes. Canceling
+// the stream's context, or its deadline passing, ends both sides. Each
+// direction of each stream has its own credit window (StreamWindow,
+// default 16,384 messages and 4 MiB): a slow reader blocks only its own
+// stream's sender, and never holds more than its window. Streams travel
+// in batches over erpc's own requests on the session (at most four of its
+// request slots, however many streams), so they inherit at-most-once,
+// retransmission and congestion control. Stream handlers run on their own
+// goroutines. Interceptors: ChainStreamInterceptor and
+// WithStreamClientInterceptors.
+//
 // # Errors
 //
 // Every failed call returns an *Error with a Code (the gRPC set). A call
@@ -180,7 +197,7 @@
 // Messages are at most 8 MiB by default (WithMaxMessageSize). Handlers run
 // on the event loop unless registered with Background: one that blocks
 // holds every call of its endpoint meanwhile (logged after WithStallLog).
-// Unary calls only: no streaming yet. A Session talks to one server: there
+// A Session talks to one server: there
 // is no client-side load balancing over several. The transports are UDP,
 // shared memory and the in-memory network: no TCP, no kernel bypass.
 //
@@ -221,6 +238,13 @@
 //     the engine's (options.go's WithMaxHeldRequests and WithMaxHeldBytes).
 //   - Typed API: typed.go and typed_cache.go (Register, Invoke), method.go
 //     (method IDs), package codec.
+//   - Streams: stream.go (the API: HandleStream, ServerStream,
+//     ClientStream, windows), stream_client.go and stream_pump.go (a
+//     client's streams and its session's exchanges), stream_server.go,
+//     stream_serve.go and stream_hub.go (a server's streams, its side of
+//     the internal open and exchange methods, per-session state),
+//     stream_icpt.go (stream interceptors); internal/stream (the sans-I/O
+//     frames, credit windows and reorder buffer).
 //   - Metadata: metadata.go (a request's metadata), respmeta.go (a
 //     handler's response headers and trailers), respmeta_call.go (the
 //     caller's side of them).
