@@ -1,6 +1,7 @@
 package erpc_test
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -148,5 +149,39 @@ func TestReadmeForAdopters(t *testing.T) {
 	if !strings.Contains(string(license), "Apache License\n                           Version 2.0, January 2004") ||
 		!strings.Contains(string(license), "END OF TERMS AND CONDITIONS") {
 		t.Error("LICENSE is not the Apache License 2.0")
+	}
+}
+
+// TestEveryModuleHasLicense: a nested module's zip (what the module proxy
+// and pkg.go.dev see) holds only its own directory, so each module's
+// directory carries the root LICENSE, byte for byte.
+func TestEveryModuleHasLicense(t *testing.T) {
+	root, err := os.ReadFile("LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mods := 0
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) && path != "." {
+			return filepath.SkipDir
+		}
+		if d.Name() != "go.mod" || path == "go.mod" {
+			return nil
+		}
+		mods++
+		got, err := os.ReadFile(filepath.Join(filepath.Dir(path), "LICENSE"))
+		if err != nil || !bytes.Equal(got, root) {
+			t.Errorf("module %s: no copy of the root LICENSE (%v)", filepath.Dir(path), err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mods == 0 {
+		t.Fatal("no nested module found: the walk checked nothing")
 	}
 }
