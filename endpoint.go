@@ -184,8 +184,8 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	ep.loop.init(handlers)
 	ep.watch.init()
 	go ep.run()
-	if o.stall > 0 {
-		go ep.watchStalls()
+	if o.stall > 0 || o.handoff > 0 {
+		go ep.watchLoop()
 	}
 	return ep
 }
@@ -333,8 +333,10 @@ func (ep *Endpoint) drained(self bool) bool {
 // Stats returns the endpoint's protocol counters and gauges. From the
 // endpoint's own loop it reads them directly.
 func (ep *Endpoint) Stats() Stats {
-	if ep.onLoop() {
-		return statsFrom(ep.eng.StatsAt(ep.now()))
+	if g, ok := ep.pinLoop(); ok {
+		st := statsFrom(ep.eng.StatsAt(ep.now()))
+		ep.unpinLoop(g)
+		return st
 	}
 	reply := make(chan proto.Stats, 1)
 	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.eng.StatsAt(ep.now()) }})

@@ -169,7 +169,7 @@ func TestBlockingOnOwnLoop(t *testing.T) {
 }
 
 // TestCallReturnsWhileLoopHeld: an inline handler that holds the loop
-// (which it should not) does not hold up a caller whose deadline passes:
+// (with handoff off, WithHandoff(-1)) does not hold up a caller whose deadline passes:
 // the call returns on time, its buffer is the caller's again, and the
 // stall is logged once, naming the method.
 func TestCallReturnsWhileLoopHeld(t *testing.T) {
@@ -184,7 +184,7 @@ func TestCallReturnsWhileLoopHeld(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 		return nil, nil
 	})
-	ep := n.Listen(t, h, erpc.WithStallLog(100*time.Millisecond), erpc.WithLogger(logger))
+	ep := n.Listen(t, h, erpc.WithStallLog(100*time.Millisecond), erpc.WithLogger(logger), erpc.WithHandoff(-1))
 	viaEp := dialT(t, n, ep, backend) // calls that need ep's loop
 	s := dialT(t, n, n.Listen(t, nil), ep)
 	go call(t, s, "Hog", nil)

@@ -164,12 +164,25 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 // runInline runs an inline handler on the loop. An answer given while it
 // runs, by it or by a goroutine it started, is sent right after it
 // returns, without a trip through the command queue.
+//
+// The handler may lose the loop while it runs (handOff). So everything the
+// loop writes for it is written before phInline is set, which publishes
+// it to the next owner, and nothing of the loop's is touched from there
+// until the handler returns and the loop learns, by clearing phInline,
+// whether it still holds the loop. If it does not, the request is the
+// handler's alone, as a Background one's: the answer went or goes through
+// the queue, and the goroutine leaves (leaveHandedOff), never returning
+// into the loop's code.
 func (ep *Endpoint) runInline(now proto.Time, q Request) {
 	r := q.r
-	r.state.Or(phInline)
 	ep.watch.running(r.handler)
+	ep.watch.inline.Store(r)
+	r.state.Or(phInline)
 	ep.runHandler(q)
 	s := r.state.And(^uint64(phInline)) // returns the old value
+	if s&phInline == 0 {
+		ep.leaveHandedOff(r) // does not return
+	}
 	if s&phAnswered != 0 {
 		ep.sendAnswer(now, r)
 	} // else answered later, through the queue

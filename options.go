@@ -29,6 +29,7 @@ type options struct {
 	resolver  HostResolver // nil: net.DefaultResolver
 	paths     int
 	stall     time.Duration // a loop held this long by one handler is logged
+	handoff   time.Duration // an inline handler running this long loses the loop (WithHandoff)
 	// udpNetwork is the UDP socket's network (udp.Options.Network): set
 	// by erpc.Dial to the family of the addresses it dials.
 	udpNetwork string
@@ -38,7 +39,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{spin: minSpin, spinMax: maxSpin, stall: time.Second}
+	return options{spin: minSpin, spinMax: maxSpin, stall: time.Second, handoff: defaultHandoff}
 }
 
 func (o *options) resolve() {
