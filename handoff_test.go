@@ -29,7 +29,7 @@ type serverEnds struct {
 }
 
 func (s *serverEnds) CallBegin(ctx context.Context, _ erpc.CallInfo) context.Context { return ctx }
-func (s *serverEnds) SessionEvent(erpc.SessionEvent)                                  {}
+func (s *serverEnds) SessionEvent(erpc.SessionEvent)                                 {}
 func (s *serverEnds) CallEnd(_ context.Context, info erpc.CallInfo, _ erpc.CallEnd) {
 	if !info.Server {
 		return
