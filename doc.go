@@ -55,14 +55,18 @@
 // An Endpoint is one event loop goroutine, which owns all its protocol state
 // (eRPC's Rpc). Calls and responses from other goroutines reach it through a
 // queue plus one wake-up. Handlers run inline on the loop by default (the
-// fastest path for short handlers); Background handlers run on goroutines
-// of their own (WithWorkers gives a fixed pool fed by one bounded queue,
-// which refuses requests with ResourceExhausted when full). Session.Go
-// continuations run on the loop, which is where an inline handler makes
-// nested calls (calls to another server before it responds). A blocking
-// call made on the loop itself could never complete, so it fails at once
-// with FailedPrecondition; a handler that holds the loop too long is
-// logged (WithStallLog). Use several endpoints for several cores.
+// fastest path for short handlers), and may block: a handler still running
+// after 100 us (WithHandoff) hands the loop to a fresh goroutine, as Go's
+// runtime hands a processor away from a goroutine blocked in a system
+// call, and finishes as a Background handler. Background handlers run on
+// goroutines of their own from the start (WithWorkers gives a fixed pool
+// fed by one bounded queue, which refuses requests with ResourceExhausted
+// when full). Session.Go continuations run on the loop, which is where an
+// inline handler makes nested calls (calls to another server before it
+// responds). A blocking call made on the loop itself could never
+// complete, so it fails at once with FailedPrecondition; a continuation,
+// Post function or OnLoop handler that holds the loop too long is logged
+// (WithStallLog). Use several endpoints for several cores.
 //
 // A Request may be kept and used from any goroutine, for as long as one
 // likes, with no data race: until the request is answered its accessors

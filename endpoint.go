@@ -245,9 +245,11 @@ func (ep *Endpoint) enqueue(c command) bool {
 }
 
 // Post runs fn on the endpoint's event loop, after the work already handed
-// to it, on the goroutine that also runs foreground handlers and call
-// continuations: state that only fn, those handlers and continuations touch
-// needs no lock. fn must not block. Post returns an Unavailable error, and
+// to it, on the goroutine that also runs call continuations and OnLoop
+// handlers: state that only fn, those handlers and continuations touch
+// needs no lock. (Other inline handlers hold the loop only until the
+// handoff threshold: one that runs longer finishes beside it.) fn must
+// not block. Post returns an Unavailable error, and
 // fn does not run, once the endpoint has closed; fn is also dropped if the
 // endpoint closes before the loop reaches it.
 func (ep *Endpoint) Post(fn func()) error {
