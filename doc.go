@@ -63,10 +63,12 @@
 // fed by one bounded queue, which refuses requests with ResourceExhausted
 // when full). Session.Go continuations run on the loop, which is where an
 // inline handler makes nested calls (calls to another server before it
-// responds). A blocking call made on the loop itself could never
-// complete, so it fails at once with FailedPrecondition; a continuation,
-// Post function or OnLoop handler that holds the loop too long is logged
-// (WithStallLog). Use several endpoints for several cores.
+// responds). A blocking call (Call, Dial, Shutdown) made by an inline
+// handler hands the loop off first; made by a continuation, Post function
+// or OnLoop handler, on the loop itself, it could never complete, so it
+// fails at once with FailedPrecondition. One of those that holds the loop
+// too long is logged (WithStallLog). Use several endpoints for several
+// cores.
 //
 // A Request may be kept and used from any goroutine, for as long as one
 // likes, with no data race: until the request is answered its accessors

@@ -184,7 +184,10 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	ep.loop.init(handlers)
 	ep.watch.init()
 	go ep.run()
-	if o.stall > 0 || o.handoff > 0 {
+	if handlers == nil {
+		ep.opts.handoff = -1 // no handler to hand off: the watchdog only logs stalls
+	}
+	if o.stall > 0 || ep.opts.handoff > 0 {
 		go ep.watchLoop()
 	}
 	return ep
@@ -289,10 +292,12 @@ func (ep *Endpoint) Close() error {
 // Shutdown stops accepting new calls and requests, waits until the calls in
 // flight (both the ones this endpoint makes and the ones it serves) have
 // completed or ctx ends, then closes the endpoint. It returns ctx's error if
-// it had to cut calls short. It cannot wait from the endpoint's own loop,
+// it had to cut calls short. Called from an inline handler, it hands the
+// loop off first (see WithHandoff) and waits as a Background handler; it
+// cannot wait from a continuation, a Post function or an OnLoop handler,
 // where it fails at once.
 func (ep *Endpoint) Shutdown(ctx context.Context) error {
-	if ep.onLoop() {
+	if ep.blockingRefused() {
 		return errOnLoop("Shutdown", "call Close, or Shutdown from another goroutine")
 	}
 	ep.state.CompareAndSwap(stateOpen, stateDraining)
@@ -360,6 +365,6 @@ var (
 // errOnLoop is the error of a blocking call made on the endpoint's own
 // loop, which could never complete.
 func errOnLoop(what, fix string) *Error {
-	return &Error{Code: FailedPrecondition, Msg: what + " on the endpoint's own event loop (from an inline handler or a " +
-		"Session.Go continuation) would wait for that loop forever: " + fix}
+	return &Error{Code: FailedPrecondition, Msg: what + " on the endpoint's own event loop (from a Session.Go continuation, " +
+		"a Post function or an OnLoop handler) would wait for that loop forever: " + fix}
 }

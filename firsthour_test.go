@@ -82,8 +82,9 @@ func TestHandlersBeforeServing(t *testing.T) {
 }
 
 // TestBlockingOnOwnLoop: a blocking call made from the endpoint's own loop
-// could never complete. It fails at once, naming the fix, with or without
-// a deadline; Close, Session.Close and Stats called from there work.
+// could never complete. From a continuation it fails at once, with or
+// without a deadline; an inline handler hands the loop off first and its
+// calls go through; Close, Session.Close and Stats called from there work.
 func TestBlockingOnOwnLoop(t *testing.T) {
 	checkLeaks(t)
 	n := newMemNet()
@@ -119,8 +120,8 @@ func TestBlockingOnOwnLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := <-results; erpc.CodeOf(err) != erpc.FailedPrecondition || !strings.Contains(err.Error(), "Background") {
-			t.Fatalf("blocking call from an inline handler: %v, want FailedPrecondition naming the fix", err)
+		if err := <-results; err != nil {
+			t.Fatalf("blocking call from an inline handler (which hands the loop off first): %v", err)
 		}
 	}
 	if _, err := call(t, s, "ContinuationCalls", nil); err != nil {

@@ -20,9 +20,9 @@ type HandlerOption func(*handler)
 // inline, the fastest path for a short handler, and one that blocks or
 // runs long is handed off (see WithHandoff): it stalls the endpoint only
 // for the handoff threshold, then finishes as a Background handler would.
-// Background saves that threshold for handlers known to block, and is
-// where a handler makes blocking calls (a blocking Call made while the
-// handler still holds the loop is refused). By default a background
+// Background saves that threshold for handlers known to block (a
+// blocking Call made by an inline handler hands the loop off at once,
+// without waiting for it). By default a background
 // request runs at once on a goroutine of its own (reused from request to
 // request), up to the endpoint's bound on held requests; WithWorkers
 // instead gives a fixed pool fed by one bounded queue, which refuses
@@ -41,7 +41,7 @@ type handler struct {
 	name       string
 	idx        int // dense, per server: an endpoint's per-method state
 	background bool
-	onLoop     bool // never handed off (OnLoop)
+	onLoop     bool            // never handed off (OnLoop)
 	run        func(r Request) // answers r, at once or later
 	labels     context.Context // pprof labels of its background goroutines: erpc.method=name
 	wantsCtx   bool            // run always asks for the request's context (Handle, Register)

@@ -32,20 +32,27 @@ import (
 // within the threshold never is, and one that blocks is handed off after
 // one to two thresholds (plus the timer's lateness: Go's timers are
 // precise while the process has other work, and fire within a millisecond
-// or so when it has none). 100 us is three to ten round trips of a short
-// call on this path, so a blocked handler costs the endpoint's other
-// sessions about that once per blocking request; a handler doing 100 us
-// of work is long enough that a goroutine start (about a microsecond) is
-// noise beside it; and the watchdog's check every 100 us, made only
-// while the loop is awake, costs well under a percent of a core.
+// or so when it has none). 100 us is about ten round trips of a short
+// call over UDP loopback (p50 7-10 us where this was measured), so a
+// blocked handler costs the endpoint's other sessions about that once per
+// blocking request; a handler doing 100 us of work is long enough that a
+// goroutine start (about a microsecond) is noise beside it; and a check
+// every 100 us, made only while the loop is awake, did not move
+// erpc-bench's latency or rate (BENCHMARKS-style runs against the same
+// code without handoff).
 const defaultHandoff = 100 * time.Microsecond
 
 // WithHandoff sets how long an inline handler may run before the endpoint
 // hands its event loop to a fresh goroutine and lets the handler finish
-// off the loop, as a Background handler. Default 100 us; a negative value
-// turns handoff off (an inline handler then holds the loop until it
-// returns, however long).
-func WithHandoff(d time.Duration) Option { return func(o *options) { o.handoff = d } }
+// off the loop, as a Background handler. Default (and 0) 100 us; a
+// negative value turns handoff off (an inline handler then holds the loop
+// until it returns, however long).
+func WithHandoff(d time.Duration) Option {
+	if d == 0 {
+		d = defaultHandoff
+	}
+	return func(o *options) { o.handoff = d }
+}
 
 // watchLoop is the endpoint's watchdog, a goroutine of its own: while the
 // loop is awake it checks, every handoff threshold, whether an inline
@@ -56,8 +63,11 @@ func WithHandoff(d time.Duration) Option { return func(o *options) { o.handoff =
 // no timer wake-ups.
 func (ep *Endpoint) watchLoop() {
 	every := ep.opts.handoff
-	if every <= 0 {
-		every = ep.opts.stall / 2
+	if half := ep.opts.stall / 2; every <= 0 || half > 0 && half < every {
+		every = half
+	}
+	if ep.opts.handoff > 0 {
+		ep.watch.checksPerHandoff = int((ep.opts.handoff + every - 1) / every)
 	}
 	var sinceStallCheck time.Duration
 	t := time.NewTimer(every)
@@ -112,8 +122,8 @@ func (w *loopWatch) loopAwake() {
 	}
 }
 
-// checkHandoff hands the loop off if the inline run it saw at the last
-// check is still going (on the watchdog).
+// checkHandoff hands the loop off if an inline run it saw at least the
+// handoff threshold ago is still going (on the watchdog).
 func (ep *Endpoint) checkHandoff() {
 	w := &ep.watch
 	r := w.inline.Load()
@@ -126,7 +136,12 @@ func (ep *Endpoint) checkHandoff() {
 		return
 	}
 	if gen := s >> genShift; r != w.seen || gen != w.seenGen {
-		w.seen, w.seenGen = r, gen // a run not seen before
+		w.seen, w.seenGen, w.seenChecks = r, gen, 0 // a run not seen before
+		return
+	}
+	// Checks are at least every apart (the timer is reset after each), so
+	// a run seen again k checks later has lasted at least k*every.
+	if w.seenChecks++; w.seenChecks < w.checksPerHandoff {
 		return
 	}
 	w.seen = nil
@@ -139,6 +154,15 @@ func (ep *Endpoint) checkHandoff() {
 // pool first (it becomes a Background handler, which Close and Shutdown
 // wait for), so that it cannot leave the pool before it joined.
 func (ep *Endpoint) handOff(r *request, gen uint64) bool {
+	ep.watch.handing.Lock()
+	defer ep.watch.handing.Unlock()
+	return ep.handOffLocked(r, gen)
+}
+
+// handOffLocked is handOff with watch.handing held: one handoff at a time,
+// whether the watchdog's or a handler's own (blockingRefused), and none
+// while blockingRefused looks at who holds the loop.
+func (ep *Endpoint) handOffLocked(r *request, gen uint64) bool {
 	old := ep.watch.gid.Load()
 	if !ep.workers.adopt(old) {
 		return false // stopping: the loop finishes its handler
@@ -148,6 +172,7 @@ func (ep *Endpoint) handOff(r *request, gen uint64) bool {
 		s = r.state.Load()
 		if s>>genShift != gen || s&phInline == 0 {
 			ep.workers.leave(old) // the loop won: the handler returned
+			ep.watch.handoffsLost.Add(1)
 			return false
 		}
 		if r.state.CompareAndSwap(s, s&^phInline) {
@@ -220,3 +245,35 @@ func (ep *Endpoint) pinLoop() (gid uint64, ok bool) {
 }
 
 func (ep *Endpoint) unpinLoop(gid uint64) { ep.watch.pin.CompareAndSwap(gid, 0) }
+
+// blockingRefused is asked by a blocking operation (Call, Dial, Shutdown)
+// before it waits for the loop. It reports true if the caller is the loop
+// and must not wait for itself: a continuation, a Post function or an
+// OnLoop handler. An inline handler asking is not refused: it hands the
+// loop off first, here, and waits as a Background handler does. Off the
+// loop it is one atomic load while the loop runs no user code.
+func (ep *Endpoint) blockingRefused() bool {
+	if ep.watch.since.Load() < 0 {
+		return false
+	}
+	g := goroutineID()
+	if g != ep.watch.gid.Load() {
+		return false
+	}
+	ep.watch.handing.Lock()
+	defer ep.watch.handing.Unlock()
+	// With handing held no handoff is under way, so gid and the inline
+	// run's phInline say where the caller is.
+	if g != ep.watch.gid.Load() {
+		return false // the watchdog handed it off just now
+	}
+	r := ep.watch.inline.Load()
+	if r == nil {
+		return true // an OnLoop handler, or no inline run yet
+	}
+	s := r.state.Load()
+	if s&phInline == 0 {
+		return true // not in an inline handler: a continuation or Post function
+	}
+	return !ep.handOffLocked(r, s>>genShift)
+}

@@ -231,6 +231,40 @@ func TestHandedOffHandlerCalls(t *testing.T) {
 	}
 }
 
+// TestInlineHandlerCallHandsOff: an inline handler that makes a blocking
+// Call at once (before the watchdog could hand it off) hands the loop off
+// itself and its call goes through; an OnLoop handler, which cannot leave
+// the loop, is refused with FailedPrecondition.
+func TestInlineHandlerCallHandsOff(t *testing.T) {
+	checkLeaks(t)
+	n := newMemNet()
+	backend := n.Listen(t, serverWith(t, "Echo", echoHandler))
+	var self *erpc.Session
+	srv := erpc.NewServer()
+	srv.Handle("Nested", func(ctx context.Context, req []byte) ([]byte, error) {
+		return self.Call(ctx, "Echo", req, nil)
+	})
+	srv.Handle("Pinned", func(ctx context.Context, req []byte) ([]byte, error) {
+		return self.Call(ctx, "Echo", req, nil)
+	}, erpc.OnLoop())
+	ep := n.Listen(t, srv, erpc.WithHandoff(time.Hour)) // the watchdog never hands off: only the call does
+	self = dialT(t, n, ep, backend)
+	s := dialT(t, n, n.Listen(t, nil), ep)
+	const calls = 50
+	for i := range calls {
+		req := []byte(fmt.Sprint("nested ", i))
+		if resp, err := call(t, s, "Nested", req); err != nil || !bytes.Equal(resp, req) {
+			t.Fatalf("an inline handler's blocking call: %q, %v", resp, err)
+		}
+	}
+	if h := erpc.Handoffs(ep); h != calls {
+		t.Fatalf("%d handoffs for %d inline handlers that called, want one each", h, calls)
+	}
+	if _, err := call(t, s, "Pinned", []byte("x")); erpc.CodeOf(err) != erpc.FailedPrecondition {
+		t.Fatalf("an OnLoop handler's blocking call: %v, want FailedPrecondition", err)
+	}
+}
+
 // TestShutdownWaitsForHandedOffHandler: Shutdown waits for a handler that
 // lost the loop as it waits for a Background one: it returns only after
 // the handler answered, and the caller gets the answer.
@@ -315,5 +349,60 @@ func TestCloseWaitsForHandedOffHandler(t *testing.T) {
 	ep.Close()
 	if !canceled.Load() || !returned.Load() {
 		t.Fatalf("Close returned before the handed-off handler did (its context canceled: %v, returned: %v)", canceled.Load(), returned.Load())
+	}
+}
+
+// TestHandoffWithBusyPoll: a busy-polling loop (locked to its thread) is
+// handed off again and again: each time a handler blocks, the new owner
+// takes its own thread and serves another session's echo calls (counted
+// while the handler blocks), and the old goroutine lets its thread go
+// when its handler returns.
+func TestHandoffWithBusyPoll(t *testing.T) {
+	checkLeaks(t)
+	const rounds, echoes = 5, 20
+	var during atomic.Int64
+	var ep *erpc.Endpoint
+	srv := erpc.NewServer()
+	srv.Handle("Block", func(_ context.Context, req []byte) ([]byte, error) {
+		want := during.Load() + echoes
+		for deadline := time.Now().Add(5 * time.Second); during.Load() < want && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		return req, nil
+	})
+	srv.Handle("Echo", echoHandler)
+	n := newMemNet()
+	ep = n.Listen(t, srv, erpc.WithBusyPoll(time.Millisecond))
+	blocked := dialT(t, n, n.Listen(t, nil), ep)
+	other := dialT(t, n, n.Listen(t, nil), ep)
+	for round := range rounds {
+		before := during.Load()
+		done := make(chan error, 1)
+		go func() {
+			_, err := call(t, blocked, "Block", nil)
+			done <- err
+		}()
+		var err error
+	loop:
+		for {
+			select {
+			case err = <-done:
+				break loop
+			default:
+			}
+			if _, err := call(t, other, "Echo", []byte("e")); err != nil {
+				t.Fatalf("round %d: echo beside a blocked handler: %v", round, err)
+			}
+			during.Add(1)
+		}
+		if err != nil {
+			t.Fatalf("round %d: the blocking call: %v", round, err)
+		}
+		if d := during.Load() - before; d < echoes {
+			t.Fatalf("round %d: %d echo calls while the handler blocked, want %d", round, d, echoes)
+		}
+	}
+	if h := erpc.Handoffs(ep); h < rounds {
+		t.Fatalf("%d handoffs in %d rounds", h, rounds)
 	}
 }

@@ -3,6 +3,7 @@ package erpc
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -26,10 +27,19 @@ type loopWatch struct {
 	inline   atomic.Pointer[request]
 	pin      atomic.Uint64 // the goroutine ID of a loop in a pinned section (pinLoop), or 0
 	handoffs atomic.Int64  // handoffs so far
-	parked   atomic.Bool   // the watchdog waits for the loop to wake (waitAwake)
-	wake     chan struct{}
-	seen     *request // the inline run the watchdog saw at its last check (its own)
-	seenGen  uint64
+	// handoffsLost counts handoffs that found the handler returned (the
+	// loop won the race): for tests.
+	handoffsLost atomic.Int64
+	handing      sync.Mutex  // held by a handoff (handOff) and by blockingRefused
+	parked       atomic.Bool // the watchdog waits for the loop to wake (waitAwake)
+	wake         chan struct{}
+	// The watchdog's own: the inline run it saw at its last check, and at
+	// how many checks since it first saw it; a run seen at
+	// checksPerHandoff checks after the first is handed off.
+	seen             *request
+	seenGen          uint64
+	seenChecks       int
+	checksPerHandoff int
 }
 
 func (w *loopWatch) init() {
