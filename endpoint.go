@@ -252,9 +252,9 @@ func (ep *Endpoint) enqueue(c command) bool {
 // handlers: state that only fn, those handlers and continuations touch
 // needs no lock. (Other inline handlers hold the loop only until the
 // handoff threshold: one that runs longer finishes beside it.) fn must
-// not block. Post returns an Unavailable error, and
-// fn does not run, once the endpoint has closed; fn is also dropped if the
-// endpoint closes before the loop reaches it.
+// not block. Post returns an Unavailable error, and fn does not run, once
+// the endpoint has closed; fn is also dropped if the endpoint closes
+// before the loop reaches it.
 func (ep *Endpoint) Post(fn func()) error {
 	if fn == nil {
 		return &Error{Code: InvalidArgument, Msg: "Post of a nil function"}

@@ -22,11 +22,11 @@ type HandlerOption func(*handler)
 // for the handoff threshold, then finishes as a Background handler would.
 // Background saves that threshold for handlers known to block (a
 // blocking Call made by an inline handler hands the loop off at once,
-// without waiting for it). By default a background
-// request runs at once on a goroutine of its own (reused from request to
-// request), up to the endpoint's bound on held requests; WithWorkers
-// instead gives a fixed pool fed by one bounded queue, which refuses
-// requests with ResourceExhausted when full.
+// without waiting for it). By default a background request runs at once
+// on a goroutine of its own (reused from request to request), up to the
+// endpoint's bound on held requests; WithWorkers instead gives a fixed
+// pool fed by one bounded queue, which refuses requests with
+// ResourceExhausted when full.
 func Background() HandlerOption { return func(h *handler) { h.background = true } }
 
 // OnLoop keeps an inline handler on the event loop until it returns,
@@ -71,12 +71,12 @@ func (t *handlerTable) lookup(id uint32) *handler {
 // HandleRaw registers the fastest form of handler: it gets the Request
 // itself, reads its Data in place (no copy), and answers with Respond or
 // RespondError, now or later (after nested calls, say) and from any
-// goroutine. It runs inline on the event loop, and is handed off to
-// finish on a goroutine of its own if it runs past the handoff threshold
-// (WithHandoff), unless registered with Background or OnLoop. It must answer every request exactly once (a second answer
+// goroutine. It must answer every request exactly once (a second answer
 // returns an error and is dropped). For a zero-allocation answer, fill
 // ResponseBuffer and pass it to Respond, or answer with (part of) Data
-// itself.
+// itself. It runs inline on the event loop, and finishes on a goroutine
+// of its own if it runs past the handoff threshold (WithHandoff), unless
+// registered with Background or OnLoop.
 func (s *Server) HandleRaw(method string, fn func(r Request), opts ...HandlerOption) error {
 	h := &handler{name: method, run: fn}
 	for _, o := range opts {

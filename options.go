@@ -155,7 +155,8 @@ func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxH
 // with ResourceExhausted.
 func WithMaxHeldBytes(n int) Option { return func(o *options) { o.engine.MaxHeldBytes = n } }
 
-// WithStallLog sets how long one handler or continuation may hold the
+// WithStallLog sets how long one handler that is not handed off (OnLoop,
+// or any with WithHandoff(-1)), continuation or Post function may hold the
 // event loop before the endpoint logs it (once per stall, with the
 // method's name): every other call of the endpoint waits meanwhile.
 // Default 1 s; a negative value turns the log off.
