@@ -40,8 +40,10 @@ func TestHandOffRacesReturn(t *testing.T) {
 		t.Cleanup(func() { ep.Close() })
 		return ep
 	}
+	var seen sync.Map // every request object a handler was given
 	srv := NewServer()
 	srv.HandleRaw("Echo", func(r Request) {
+		seen.Store(r.r, true)
 		d := r.Data()
 		switch d[0] % 3 {
 		case 0:
@@ -107,5 +109,26 @@ func TestHandOffRacesReturn(t *testing.T) {
 	}
 	if st := ep.Stats(); st.HeldRequests != 0 {
 		t.Fatalf("the server holds %d requests after every call was answered", st.HeldRequests)
+	}
+	// Every reference is dropped: the run's (by the loop, or by the
+	// handed-off goroutine, which may do it just after its answer went)
+	// and the answer's (by the loop once sent).
+	objects, held := 0, 0
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+		objects, held = 0, 0
+		seen.Range(func(k, _ any) bool {
+			objects++
+			if s := k.(*request).state.Load(); s&refMask != 0 || s&(1<<phaseBits-1) != 0 {
+				held++
+			}
+			return true
+		})
+		if held == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	t.Logf("%d request objects, %d with a reference left", objects, held)
+	if held > 0 {
+		t.Fatalf("%d of %d request objects still hold a reference or a phase bit", held, objects)
 	}
 }
