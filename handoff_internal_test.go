@@ -21,6 +21,11 @@ import (
 // the server must hold no request at the end, and the race detector must
 // see no access to loop state from two goroutines.
 func TestHandOffRacesReturn(t *testing.T) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		// The loop runs these handlers without blocking: with one P the
+		// watchdog (or the racer) runs only between them.
+		t.Skip("needs two Ps: the race is between two running goroutines")
+	}
 	n := memnet.NewNetwork(1, memnet.LinkConfig{})
 	listen := func(srv *Server, opts ...Option) *Endpoint {
 		tr, err := n.Listen("")
@@ -76,7 +81,13 @@ func TestHandOffRacesReturn(t *testing.T) {
 			runtime.Gosched()
 		}
 	})
-	const clients, perClient = 4, 500
+	// Calls go on until each outcome has happened enough times (or 10 s
+	// pass): at least 2000 calls, more on a fast machine where a run is
+	// rarely caught in the middle.
+	const clients, minCalls, enough = 4, 2000, 50
+	raced := func() bool { return ep.watch.handoffs.Load() >= enough && ep.watch.handoffsLost.Load() >= enough }
+	deadline := time.Now().Add(10 * time.Second)
+	var calls atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Int64
 	for c := range clients {
@@ -86,7 +97,7 @@ func TestHandOffRacesReturn(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
-			for i := range perClient {
+			for i := 0; calls.Add(1) <= minCalls || !raced() && time.Now().Before(deadline); i++ {
 				req := []byte{byte(i), byte(c * i), byte(c)}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				resp, err := s.Call(ctx, "Echo", req, nil)
@@ -103,7 +114,7 @@ func TestHandOffRacesReturn(t *testing.T) {
 	close(stop)
 	racer.Wait()
 	won, lost := ep.watch.handoffs.Load(), ep.watch.handoffsLost.Load()
-	t.Logf("%d calls: %d handoffs won, %d lost to the handler's return", clients*perClient, won, lost)
+	t.Logf("%d calls: %d handoffs won, %d lost to the handler's return", calls.Load()-clients, won, lost)
 	if won == 0 || lost == 0 {
 		t.Fatalf("the race needs both outcomes: %d won, %d lost", won, lost)
 	}
