@@ -41,7 +41,7 @@ import (
 // erpc-bench's latency p50 and rate within the host's noise of the code
 // before handoff (issue 29's runs; the same checks on client endpoints,
 // which have no handler to hand off, cost the rate scenario's client
-// 10-25 %, so those run none).
+// 7-27 % of its calls per second in three runs, so those run none).
 const defaultHandoff = 100 * time.Microsecond
 
 // WithHandoff sets how long an inline handler may run before the endpoint
