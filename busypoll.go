@@ -29,7 +29,12 @@ const (
 	yieldEvery = 32
 )
 
+// start is called by each goroutine that takes the loop role: the first,
+// and each one a handoff starts. The goroutine that had the role before
+// keeps its own lock (its thread goes with it until it exits), so the new
+// one starts unlocked, whatever locked says.
 func (b *busyThread) start() {
+	b.locked = false
 	b.shared = runtime.GOMAXPROCS(0) == 1
 	b.setLocked(!b.shared)
 }

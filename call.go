@@ -73,13 +73,14 @@ func putCall(c *call) {
 // context.DeadlineExceeded) (or context.Canceled) holds.
 //
 // The endpoint reads req until Call returns, and never after. Call returns
-// when ctx ends, whatever the endpoint's loop is doing. Called on the
-// endpoint's own loop (from an inline handler or a continuation), where it
-// could never complete, it fails at once with FailedPrecondition: use
-// Session.Go there, or make the handler Background. That is decided by
-// the goroutine that calls, not by ctx: a goroutine an inline handler
-// started may call with the request's context while the handler runs,
-// and a continuation on the loop is refused whatever context it passes.
+// when ctx ends, whatever the endpoint's loop is doing. Called from an
+// inline handler, it first hands the endpoint's loop off (see WithHandoff):
+// the handler waits for its answer, and finishes, as a Background handler.
+// Called on the loop where that cannot be done (a continuation, a Post
+// function, an OnLoop handler), where it could never complete, it fails
+// at once with FailedPrecondition: use Session.Go there. That is decided
+// by the goroutine that calls, not by ctx: a continuation on the loop is
+// refused whatever context it passes.
 func (s *Session) Call(ctx context.Context, method string, req, resp []byte) ([]byte, error) {
 	id := methodID(method)
 	if icpt := s.ep.clientIntercept; icpt != nil {
@@ -128,7 +129,7 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 		return nil, notRun(s.callContextError(ctx, method))
 	}
 	if s.calledOnLoop() {
-		return nil, notRun(errOnLoop("a blocking Call", "use Session.Go there, or register the handler with erpc.Background()"))
+		return nil, notRun(errOnLoop("a blocking Call", "use Session.Go there, or make the call from a handler without erpc.OnLoop()"))
 	}
 	meta := false
 	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
@@ -180,11 +181,13 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 }
 
 // calledOnLoop reports whether a blocking call is being made on the
-// session's endpoint's own loop. It asks about the calling goroutine, not
-// about the call's context: a request's context may be carried anywhere
-// (to a goroutine an inline handler started, to a continuation on the
-// loop). While the loop runs no user code this is one atomic load.
-func (s *Session) calledOnLoop() bool { return s.ep.onLoop() }
+// session's endpoint's own loop, by code that cannot leave it (an inline
+// handler leaves it here: blockingRefused). It asks about the calling
+// goroutine, not about the call's context: a request's context may be
+// carried anywhere (to a goroutine an inline handler started, to a
+// continuation on the loop). While the loop runs no user code this is
+// one atomic load.
+func (s *Session) calledOnLoop() bool { return s.ep.blockingRefused() }
 
 // Go sends req to method and returns at once; done runs on the endpoint's
 // event loop when the call completes, with the response (in resp if it

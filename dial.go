@@ -50,8 +50,8 @@ const attemptDelay = 250 * time.Millisecond
 // are not supported: they fail at once with InvalidArgument, before
 // anything is sent.
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
-	if ep.onLoop() {
-		return nil, errOnLoop("Dial", "dial before serving, from a Background handler, or from another goroutine")
+	if ep.blockingRefused() {
+		return nil, errOnLoop("Dial", "dial before serving, from a handler, or from another goroutine")
 	}
 	if ep.state.Load() != stateOpen {
 		return nil, errClosed

@@ -325,15 +325,16 @@ func (r *deafResolver) LookupNetIP(_ context.Context, network, host string) ([]n
 
 // busyServer is an erpc server on at whose event loop is held for hold
 // from the moment the returned function returns: an inline handler
-// sleeps, called by a client of its own. Connects that arrive meanwhile
-// are answered when it ends.
+// sleeps, called by a client of its own, and is never handed off
+// (WithHandoff(-1)). Connects that arrive meanwhile are answered when it
+// ends.
 func busyServer(t *testing.T, at string, hold time.Duration) (*erpc.Endpoint, func()) {
 	started := make(chan struct{}, 1)
 	srv := listenT(t, serverWith(t, "Sleep", func(_ context.Context, req []byte) ([]byte, error) {
 		started <- struct{}{}
 		time.Sleep(hold)
 		return req, nil
-	}), at)
+	}), at, erpc.WithHandoff(-1))
 	holder, err := erpc.Dial(context.Background(), srv.Target())
 	if err != nil {
 		t.Fatal(err)

@@ -55,14 +55,20 @@
 // An Endpoint is one event loop goroutine, which owns all its protocol state
 // (eRPC's Rpc). Calls and responses from other goroutines reach it through a
 // queue plus one wake-up. Handlers run inline on the loop by default (the
-// fastest path for short handlers); Background handlers run on goroutines
-// of their own (WithWorkers gives a fixed pool fed by one bounded queue,
-// which refuses requests with ResourceExhausted when full). Session.Go
-// continuations run on the loop, which is where an inline handler makes
-// nested calls (calls to another server before it responds). A blocking
-// call made on the loop itself could never complete, so it fails at once
-// with FailedPrecondition; a handler that holds the loop too long is
-// logged (WithStallLog). Use several endpoints for several cores.
+// fastest path for short handlers), and may block: a handler still running
+// after 100 us (WithHandoff) hands the loop to a fresh goroutine, as Go's
+// runtime hands a processor away from a goroutine blocked in a system
+// call, and finishes as a Background handler. Background handlers run on
+// goroutines of their own from the start (WithWorkers gives a fixed pool
+// fed by one bounded queue, which refuses requests with ResourceExhausted
+// when full). Session.Go continuations run on the loop, which is where an
+// inline handler makes nested calls (calls to another server before it
+// responds). A blocking call (Call, Dial, Shutdown) made by an inline
+// handler hands the loop off first; made by a continuation, Post function
+// or OnLoop handler, on the loop itself, it could never complete, so it
+// fails at once with FailedPrecondition. One of those that holds the loop
+// too long is logged (WithStallLog). Use several endpoints for several
+// cores.
 //
 // A Request may be kept and used from any goroutine, for as long as one
 // likes, with no data race: until the request is answered its accessors
@@ -194,12 +200,15 @@
 //
 // # Limitations
 //
-// Messages are at most 8 MiB by default (WithMaxMessageSize). Handlers run
-// on the event loop unless registered with Background: one that blocks
+// Messages are at most 8 MiB by default (WithMaxMessageSize). Inline
+// handlers run on the event loop; one that runs past 100 µs (WithHandoff)
+// gives the loop to a fresh goroutine and finishes off it, which takes up
+// to 1-2 ms when the process is otherwise idle (Go's timers). Continuations,
+// Post functions and OnLoop handlers are never handed off: one that blocks
 // holds every call of its endpoint meanwhile (logged after WithStallLog).
-// A Session talks to one server: there
-// is no client-side load balancing over several. The transports are UDP,
-// shared memory and the in-memory network: no TCP, no kernel bypass.
+// A Session talks to one server: there is no client-side load balancing
+// over several. The transports are UDP, shared memory and the in-memory
+// network: no TCP, no kernel bypass.
 //
 // # Stability
 //
@@ -218,7 +227,8 @@
 //   - The event loop: loop.go (receive, dispatch, send, timers, park),
 //     spin.go (the default mode's adaptive spin window), busypoll.go (a
 //     busy-polling loop's hold on its thread), watch.go (whether a
-//     goroutine is the loop, and the stall log), queue.go (the commands
+//     goroutine is the loop, and the stall log), handoff.go (an inline
+//     handler that blocks gives the loop to a fresh goroutine), queue.go (the commands
 //     other goroutines hand the loop), endpoint.go (Endpoint: Listen,
 //     transports by scheme, Post, Close, Shutdown, Stats).
 //   - The protocol engine: internal/proto (sans-I/O; its doc says what

@@ -185,8 +185,11 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	ep.loop.init(handlers)
 	ep.watch.init()
 	go ep.run()
-	if o.stall > 0 {
-		go ep.watchStalls()
+	if handlers == nil {
+		ep.opts.handoff = -1 // no handler to hand off: the watchdog only logs stalls
+	}
+	if o.stall > 0 || ep.opts.handoff > 0 {
+		go ep.watchLoop()
 	}
 	return ep
 }
@@ -246,11 +249,13 @@ func (ep *Endpoint) enqueue(c command) bool {
 }
 
 // Post runs fn on the endpoint's event loop, after the work already handed
-// to it, on the goroutine that also runs foreground handlers and call
-// continuations: state that only fn, those handlers and continuations touch
-// needs no lock. fn must not block. Post returns an Unavailable error, and
-// fn does not run, once the endpoint has closed; fn is also dropped if the
-// endpoint closes before the loop reaches it.
+// to it, on the goroutine that also runs call continuations and OnLoop
+// handlers: state that only fn, those handlers and continuations touch
+// needs no lock. (Other inline handlers hold the loop only until the
+// handoff threshold: one that runs longer finishes beside it.) fn must
+// not block. Post returns an Unavailable error, and fn does not run, once
+// the endpoint has closed; fn is also dropped if the endpoint closes
+// before the loop reaches it.
 func (ep *Endpoint) Post(fn func()) error {
 	if fn == nil {
 		return &Error{Code: InvalidArgument, Msg: "Post of a nil function"}
@@ -288,12 +293,14 @@ func (ep *Endpoint) Close() error {
 // Shutdown stops accepting new calls and requests, waits until the calls in
 // flight (both the ones this endpoint makes and the ones it serves) have
 // completed or ctx ends, then closes the endpoint. It returns ctx's error if
-// it had to cut calls short. It cannot wait from the endpoint's own loop,
+// it had to cut calls short. Called from an inline handler, it hands the
+// loop off first (see WithHandoff) and waits as a Background handler; it
+// cannot wait from a continuation, a Post function or an OnLoop handler,
 // where it fails at once. Streams are not waited for (they may never
 // end): Shutdown ends the ones it serves at once, both sides, with
 // Unavailable.
 func (ep *Endpoint) Shutdown(ctx context.Context) error {
-	if ep.onLoop() {
+	if ep.blockingRefused() {
 		return errOnLoop("Shutdown", "call Close, or Shutdown from another goroutine")
 	}
 	if ep.state.CompareAndSwap(stateOpen, stateDraining) {
@@ -338,8 +345,10 @@ func (ep *Endpoint) drained(self bool) bool {
 // Stats returns the endpoint's protocol counters and gauges. From the
 // endpoint's own loop it reads them directly.
 func (ep *Endpoint) Stats() Stats {
-	if ep.onLoop() {
-		return statsFrom(ep.eng.StatsAt(ep.now()))
+	if g, ok := ep.pinLoop(); ok {
+		st := statsFrom(ep.eng.StatsAt(ep.now()))
+		ep.unpinLoop(g)
+		return st
 	}
 	reply := make(chan proto.Stats, 1)
 	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.eng.StatsAt(ep.now()) }})
@@ -361,6 +370,6 @@ var (
 // errOnLoop is the error of a blocking call made on the endpoint's own
 // loop, which could never complete.
 func errOnLoop(what, fix string) *Error {
-	return &Error{Code: FailedPrecondition, Msg: what + " on the endpoint's own event loop (from an inline handler or a " +
-		"Session.Go continuation) would wait for that loop forever: " + fix}
+	return &Error{Code: FailedPrecondition, Msg: what + " on the endpoint's own event loop (from a Session.Go continuation, " +
+		"a Post function or an OnLoop handler) would wait for that loop forever: " + fix}
 }

@@ -15,20 +15,33 @@ import (
 // HandlerOption configures a handler.
 type HandlerOption func(*handler)
 
-// Background runs the handler on the endpoint's worker goroutines instead
-// of inline on the event loop. Use it for handlers that take more than a
-// few microseconds, block, or make blocking calls: an inline handler holds
-// up every other call of the endpoint while it runs. By default a
-// background request runs at once on a goroutine of its own (reused from
-// request to request), up to the endpoint's bound on held requests;
-// WithWorkers instead gives a fixed pool fed by one bounded queue, which
-// refuses requests with ResourceExhausted when full.
+// Background runs the handler on the endpoint's worker goroutines from the
+// start instead of inline on the event loop. Without it a handler runs
+// inline, the fastest path for a short handler, and one that blocks or
+// runs long is handed off (see WithHandoff): it stalls the endpoint only
+// for the handoff threshold, then finishes as a Background handler would.
+// Background saves that threshold for handlers known to block (a
+// blocking Call made by an inline handler hands the loop off at once,
+// without waiting for it). By default a background request runs at once
+// on a goroutine of its own (reused from request to request), up to the
+// endpoint's bound on held requests; WithWorkers instead gives a fixed
+// pool fed by one bounded queue, which refuses requests with
+// ResourceExhausted when full.
 func Background() HandlerOption { return func(h *handler) { h.background = true } }
+
+// OnLoop keeps an inline handler on the event loop until it returns,
+// however long it runs: it is never handed off. Such a handler, like a
+// Session.Go continuation or a Post function, may share state with them
+// without a lock; and like them it must not block, since every call and
+// request of the endpoint waits while it runs (a stall is logged, see
+// WithStallLog).
+func OnLoop() HandlerOption { return func(h *handler) { h.onLoop = true } }
 
 type handler struct {
 	name       string
 	idx        int // dense, per server: an endpoint's per-method state
 	background bool
+	onLoop     bool            // never handed off (OnLoop)
 	run        func(r Request) // answers r, at once or later
 	labels     context.Context // pprof labels of its background goroutines: erpc.method=name
 	wantsCtx   bool            // run always asks for the request's context (Handle, Register)
@@ -61,7 +74,9 @@ func (t *handlerTable) lookup(id uint32) *handler {
 // goroutine. It must answer every request exactly once (a second answer
 // returns an error and is dropped). For a zero-allocation answer, fill
 // ResponseBuffer and pass it to Respond, or answer with (part of) Data
-// itself.
+// itself. It runs inline on the event loop, and finishes on a goroutine
+// of its own if it runs past the handoff threshold (WithHandoff), unless
+// registered with Background or OnLoop.
 func (s *Server) HandleRaw(method string, fn func(r Request), opts ...HandlerOption) error {
 	h := &handler{name: method, run: fn}
 	for _, o := range opts {
@@ -83,7 +98,10 @@ func (s *Server) HandleRaw(method string, fn func(r Request), opts ...HandlerOpt
 // copy of the request that the endpoint never reuses (the one cost of
 // interceptors to req: without them the handler reads the endpoint's
 // memory, with no copy). A panic becomes an Internal error and does not
-// stop the endpoint.
+// stop the endpoint. The handler runs inline on the event loop, and may
+// block: one still running after the handoff threshold (WithHandoff)
+// loses the loop to a fresh goroutine and finishes off it, as a
+// Background handler (Register's handlers and generated ones alike).
 func (s *Server) Handle(method string, fn func(ctx context.Context, req []byte) ([]byte, error), opts ...HandlerOption) error {
 	if fn == nil {
 		return s.HandleRaw(method, nil, opts...)
@@ -164,12 +182,29 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 // runInline runs an inline handler on the loop. An answer given while it
 // runs, by it or by a goroutine it started, is sent right after it
 // returns, without a trip through the command queue.
+//
+// The handler may lose the loop while it runs (handOff). So everything the
+// loop writes for it is written before phInline is set, which publishes
+// it to the next owner, and nothing of the loop's is touched from there
+// until the handler returns and the loop learns, by clearing phInline,
+// whether it still holds the loop. If it does not, the request is the
+// handler's alone, as a Background one's: the answer went or goes through
+// the queue, and the goroutine leaves (leaveHandedOff), never returning
+// into the loop's code.
 func (ep *Endpoint) runInline(now proto.Time, q Request) {
 	r := q.r
-	r.state.Or(phInline)
 	ep.watch.running(r.handler)
+	if r.handler.onLoop {
+		ep.watch.inline.Store(nil) // no run for the watchdog to take
+	} else {
+		ep.watch.inline.Store(r)
+	}
+	r.state.Or(phInline)
 	ep.runHandler(q)
 	s := r.state.And(^uint64(phInline)) // returns the old value
+	if s&phInline == 0 {
+		ep.leaveHandedOff(r) // does not return
+	}
 	if s&phAnswered != 0 {
 		ep.sendAnswer(now, r)
 	} // else answered later, through the queue

@@ -16,7 +16,7 @@ import (
 // engine's lean path (the transport delivers every datagram: no loss
 // detection, and only a 100 ms safety-net timer) and sessions over UDP
 // do not. The same server, whose
-// handler holds its event loop for 40 ms (longer than the 5 ms timeout of
+// handler holds its event loop (handoff off) for 40 ms (longer than the 5 ms timeout of
 // a same-host session), is called over both: the UDP client resends (the
 // fault this test relies on, asserted), the shm client does not, and over
 // both the handler runs exactly once per call.
@@ -40,7 +40,7 @@ func TestLeanPathOverSharedMemory(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			runs.Store(0)
-			ep, err := srv.Listen(c.listen)
+			ep, err := srv.Listen(c.listen, erpc.WithHandoff(-1)) // the stall must hold the loop
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -45,12 +45,7 @@ func (l *loopState) init(handlers *handlerTable) {
 // commands until both are quiet, send, run the timers, and sleep when
 // idle.
 func (ep *Endpoint) run() {
-	defer close(ep.loopDone)
 	ep.watch.gid.Store(goroutineID())
-	if ep.opts.busyPoll {
-		ep.loop.thread.start()
-		defer ep.loop.thread.release()
-	}
 	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
 	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
 	ep.loop.poller, ep.loop.pollReadsClock = pollerOf(ep.tr, ep.opts.busyPoll)
@@ -59,6 +54,25 @@ func (ep *Endpoint) run() {
 		// Commands to run, or (with GOMAXPROCS 1) a goroutine the loop
 		// woke that can run only once the loop yields.
 		return ep.cmds.n.Load() > 0 || (ep.loop.thread.shared && ep.loop.thread.woke)
+	}
+	ep.turns()
+}
+
+// turns runs the loop's turns until it stops, on whichever goroutine holds
+// the loop: the first one (run), or one a handoff started (resume).
+//
+// Handoff invariant: nothing on the stack from here down to an inline
+// handler (process, flush, dispatchEvents, serve, runInline) defers a call
+// or keeps loop state in a local that the next turn needs. A goroutine
+// whose handler was handed off leaves through runtime.Goexit from
+// runInline, so the rest of its batch stays where the next owner finds it
+// (engine events in the engine, commands in the queue, packets in the
+// engine's outgoing list), and no deferred call of the old owner touches
+// the loop. So no defer here either: the owner that stops the loop
+// releases its thread and closes loopDone.
+func (ep *Endpoint) turns() {
+	if ep.opts.busyPoll {
+		ep.loop.thread.start()
 	}
 	idleSince := ep.now()
 	parked := time.Duration(-1) // the last park, until the turn after it
@@ -94,7 +108,7 @@ func (ep *Endpoint) run() {
 		}
 		if ep.loop.stopped {
 			ep.stop(now)
-			return
+			break
 		}
 		if worked {
 			idleSince = now
@@ -115,6 +129,10 @@ func (ep *Endpoint) run() {
 		idleSince = ep.now()
 		parked = idleSince.Sub(now)
 	}
+	if ep.opts.busyPoll {
+		ep.loop.thread.release()
+	}
+	close(ep.loopDone)
 }
 
 // parkResolution is the shortest park worth taking: a loop whose next
@@ -235,7 +253,6 @@ func (ep *Endpoint) process(now proto.Time) (worked bool) {
 		return false // an idle turn: no user code, no stall watch to set
 	}
 	ep.watch.enterUser(now)
-	defer ep.watch.leaveUser()
 	for range 64 {
 		e := ep.dispatchEvents(now)
 		c := ep.runCommands(now)
@@ -244,6 +261,7 @@ func (ep *Endpoint) process(now proto.Time) (worked bool) {
 		}
 		worked = true
 	}
+	ep.watch.leaveUser() // not deferred: see turns
 	return worked
 }
 
@@ -270,6 +288,7 @@ func (ep *Endpoint) sleep(now, next proto.Time) {
 		}
 	}
 	ep.sleeping.Store(false)
+	ep.watch.loopAwake()
 }
 
 // flush sends what the engine has to send. Commands posted meanwhile run

@@ -29,6 +29,7 @@ type options struct {
 	resolver  HostResolver // nil: net.DefaultResolver
 	paths     int
 	stall     time.Duration // a loop held this long by one handler is logged
+	handoff   time.Duration // an inline handler running this long loses the loop (WithHandoff)
 	// udpNetwork is the UDP socket's network (udp.Options.Network): set
 	// by erpc.Dial to the family of the addresses it dials.
 	udpNetwork string
@@ -39,7 +40,7 @@ type options struct {
 }
 
 func defaultOptions() options {
-	return options{spin: minSpin, spinMax: maxSpin, stall: time.Second}
+	return options{spin: minSpin, spinMax: maxSpin, stall: time.Second, handoff: defaultHandoff}
 }
 
 func (o *options) resolve() {
@@ -155,7 +156,8 @@ func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxH
 // with ResourceExhausted.
 func WithMaxHeldBytes(n int) Option { return func(o *options) { o.engine.MaxHeldBytes = n } }
 
-// WithStallLog sets how long one handler or continuation may hold the
+// WithStallLog sets how long one handler that is not handed off (OnLoop,
+// or any with WithHandoff(-1)), continuation or Post function may hold the
 // event loop before the endpoint logs it (once per stall, with the
 // method's name): every other call of the endpoint waits meanwhile.
 // Default 1 s; a negative value turns the log off.

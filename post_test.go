@@ -9,8 +9,8 @@ import (
 	"github.com/erpc-go/erpc"
 )
 
-// TestPostRunsOnLoop: functions posted from many goroutines and a
-// foreground handler share a counter without a lock; the race detector
+// TestPostRunsOnLoop: functions posted from many goroutines and an
+// OnLoop handler share a counter without a lock; the race detector
 // fails the test if Post ran anywhere but on the loop. Posts from one
 // goroutine run in order, and Post after Close refuses.
 func TestPostRunsOnLoop(t *testing.T) {
@@ -19,7 +19,7 @@ func TestPostRunsOnLoop(t *testing.T) {
 	ep := n.Listen(t, serverWith(t, "inc", func(context.Context, []byte) ([]byte, error) {
 		shared++
 		return nil, nil
-	}))
+	}, erpc.OnLoop())) // never handed off: it shares state with the posts
 	s, err := ep.Dial(context.Background(), n.Target(ep))
 	if err != nil {
 		t.Fatal(err)

@@ -63,8 +63,9 @@ func (s *Session) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if s.ep.onLoop() {
+	if g, ok := s.ep.pinLoop(); ok {
 		s.closeOnLoop(s.ep.loop.now)
+		s.ep.unpinLoop(g)
 		if s.ownsEndpoint {
 			return s.ep.Close()
 		}

@@ -14,7 +14,7 @@ import (
 
 // TestStallLoggedWithoutLocalCalls: a server that only receives (no call
 // of its own, nothing posted to its loop) and whose plain, inline handler
-// blocks for longer than the stall threshold logs the stall while it
+// (with handoff off) blocks for longer than the stall threshold logs the stall while it
 // lasts, not only when something local happens to check it.
 func TestStallLoggedWithoutLocalCalls(t *testing.T) {
 	checkLeaks(t)
@@ -30,7 +30,7 @@ func TestStallLoggedWithoutLocalCalls(t *testing.T) {
 		<-release
 		return nil, nil
 	})
-	ep := n.Listen(t, srv, erpc.WithStallLog(50*time.Millisecond), erpc.WithLogger(logger))
+	ep := n.Listen(t, srv, erpc.WithStallLog(50*time.Millisecond), erpc.WithLogger(logger), erpc.WithHandoff(-1))
 	s := dialT(t, n, n.Listen(t, nil), ep)
 	done := make(chan error, 1)
 	go func() {

@@ -223,10 +223,13 @@ func (s *Server) HandleStream(method string, fn StreamHandler, opts ...StreamOpt
 // streams' buffers, and the state they touch (Endpoint.streams) is the
 // loop's. A change of the default dispatch must leave them there.
 func (s *Server) registerStreamMethods() error {
-	if err := s.register(&handler{name: streamOpenMethod, run: serveStreamOpen}); err != nil {
+	// onLoop: both touch the loop's stream state, so they must never be
+	// handed off the loop (a handoff can come from the OS descheduling
+	// the loop, not only from a slow handler).
+	if err := s.register(&handler{name: streamOpenMethod, run: serveStreamOpen, onLoop: true}); err != nil {
 		return err
 	}
-	return s.register(&handler{name: streamXchgMethod, run: serveStreamExchange})
+	return s.register(&handler{name: streamXchgMethod, run: serveStreamExchange, onLoop: true})
 }
 
 // streamHandlerFor is the handler of a stream method (nil if none); the

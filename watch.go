@@ -3,6 +3,7 @@ package erpc
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,11 +21,31 @@ type loopWatch struct {
 	what   atomic.Pointer[handler] // the user code running, or the turn's last to run
 	cur    *handler                // what, as the loop last stored it (the loop's own copy)
 	logged atomic.Int64            // the since of the last stall logged
+
+	// Handoff (see handoff.go). inline is the request whose handler the
+	// loop runs inline, or ran last: stored before each inline run.
+	inline   atomic.Pointer[request]
+	pin      atomic.Uint64 // the goroutine ID of a loop in a pinned section (pinLoop), or 0
+	handoffs atomic.Int64  // handoffs so far
+	// handoffsLost counts handoffs that found the handler returned (the
+	// loop won the race): for tests.
+	handoffsLost atomic.Int64
+	handing      sync.Mutex  // held by a handoff (handOff) and by blockingRefused
+	parked       atomic.Bool // the watchdog waits for the loop to wake (waitAwake)
+	wake         chan struct{}
+	// The watchdog's own: the inline run it saw at its last check, and at
+	// how many checks since it first saw it; a run seen at
+	// checksPerHandoff checks after the first is handed off.
+	seen             *request
+	seenGen          uint64
+	seenChecks       int
+	checksPerHandoff int
 }
 
 func (w *loopWatch) init() {
 	w.since.Store(-1)
 	w.logged.Store(-1)
+	w.wake = make(chan struct{}, 1)
 }
 
 // continuationHandler names continuations and posted functions in logs.
@@ -58,23 +79,6 @@ func (ep *Endpoint) onLoop() bool {
 		return false
 	}
 	return goroutineID() == ep.watch.gid.Load()
-}
-
-// watchStalls checks the loop for a stall every half threshold until the
-// loop ends. A loop held by user code runs nothing of its own, and a
-// server that only receives gets no local command that would check it,
-// so the check must come from outside the loop.
-func (ep *Endpoint) watchStalls() {
-	tick := time.NewTicker(ep.opts.stall / 2)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ep.loopDone:
-			return
-		case <-tick.C:
-			ep.checkStall()
-		}
-	}
 }
 
 // checkStall logs, once per stall, a loop held by one piece of user code

@@ -188,6 +188,30 @@ func (p *workerPool) elasticWorker(q Request) {
 	}
 }
 
+// adopt makes the goroutine gid, an inline handler about to lose the
+// loop (handOff), one of the pool's: a running Background handler, which
+// Close and Shutdown wait for. It reports false once the pool has stopped
+// (so Close never waits for a goroutine that joined after it looked).
+// leave undoes it, from the goroutine itself once its handler returned,
+// or from handOff if the handler returned first.
+func (p *workerPool) adopt(gid uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return false
+	}
+	p.busy.Add(1)
+	p.wg.Add(1)
+	p.gids.Store(gid, struct{}{})
+	return true
+}
+
+func (p *workerPool) leave(gid uint64) {
+	p.gids.Delete(gid)
+	p.busy.Add(-1)
+	p.wg.Done()
+}
+
 // enroll records the calling goroutine as a worker, until the function it
 // returns is called.
 func (p *workerPool) enroll() func() {

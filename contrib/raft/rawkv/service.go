@@ -29,7 +29,9 @@ func Register(srv *erpc.Server) (*Service, error) {
 		m  string
 		fn func(erpc.Request)
 	}{{MethodMsg, svc.serveMsg}, {MethodPut, svc.serveKV}, {MethodGet, svc.serveKV}} {
-		if err := srv.HandleRaw(h.m, h.fn); err != nil {
+		// OnLoop: the handlers use the replica's loop-owned state, so
+		// they must never be handed off the loop however long they run.
+		if err := srv.HandleRaw(h.m, h.fn, erpc.OnLoop()); err != nil {
 			return nil, err
 		}
 	}
