@@ -46,7 +46,8 @@ type Endpoint struct {
 	loopDone chan struct{}
 	closeErr error
 
-	watch loopWatch // read by other goroutines: is the loop in user code, since when, which
+	watch   loopWatch // read by other goroutines: is the loop in user code, since when, which
+	streams streamHub // the streams served and opened here (stream_hub.go); the loop's, but its counters
 	// Owned by the loop.
 	loop loopState
 }
@@ -293,7 +294,9 @@ func (ep *Endpoint) Shutdown(ctx context.Context) error {
 	if ep.onLoop() {
 		return errOnLoop("Shutdown", "call Close, or Shutdown from another goroutine")
 	}
-	ep.state.CompareAndSwap(stateOpen, stateDraining)
+	if ep.state.CompareAndSwap(stateOpen, stateDraining) {
+		ep.post(command{kind: cmdFunc, fn: ep.shutdownStreams}) // streams end now, with Unavailable
+	}
 	self := ep.workers.isWorker() // a background handler waits for the others
 	var err error
 	for !ep.drained(self) {

@@ -34,6 +34,7 @@ type options struct {
 	udpNetwork string
 
 	clientInterceptors []UnaryClientInterceptor
+	streamInterceptors []StreamClientInterceptor // stream_icpt.go
 	stats              StatsHandler
 }
 

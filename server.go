@@ -25,6 +25,10 @@ type Server struct {
 	serving      bool
 	interceptors []UnaryServerInterceptor
 	intercept    UnaryServerInterceptor // the chain, composed once
+	// Stream handlers by name (stream.go), and their interceptors.
+	streams            map[string]*streamHandler
+	streamInterceptors []StreamServerInterceptor
+	streamIntercept    StreamServerInterceptor
 }
 
 // NewServer returns a server with no handlers.
@@ -34,6 +38,7 @@ func NewServer(opts ...ServerOption) *Server {
 		o(s)
 	}
 	s.intercept = chainServer(s.interceptors)
+	s.streamIntercept = chainStreamServer(s.streamInterceptors)
 	return s
 }
 
@@ -57,6 +62,7 @@ type MethodInfo struct {
 	RequestType, ResponseType string
 	Codec                     string // the typed method's codec ("proto", "json"...), "" for raw handlers
 	Background                bool
+	Stream                    bool // a stream handler (HandleStream)
 }
 
 // MethodInfos describes the methods registered so far, sorted by name.
@@ -66,12 +72,15 @@ func (s *Server) MethodInfos() []MethodInfo {
 	seen := map[*handler]bool{}
 	var out []MethodInfo
 	for _, h := range s.table.byID {
-		if !seen[h] {
+		if !seen[h] && !isInternalMethod(h.name) {
 			seen[h] = true
 			info := h.info
 			info.Name, info.Background = h.name, h.background
 			out = append(out, info)
 		}
+	}
+	for name := range s.streams {
+		out = append(out, MethodInfo{Name: name, Background: true, Stream: true})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -84,10 +93,13 @@ func (s *Server) Methods() []string {
 	seen := map[*handler]bool{}
 	var names []string
 	for _, h := range s.table.byID {
-		if !seen[h] {
+		if !seen[h] && !isInternalMethod(h.name) {
 			seen[h] = true
 			names = append(names, h.name)
 		}
+	}
+	for name := range s.streams {
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names
@@ -107,6 +119,9 @@ func (s *Server) register(h *handler, extra ...uint32) error {
 	if s.serving {
 		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf(
 			"register %q: the server already serves; register every handler before Listen", h.name)}
+	}
+	if s.streams[h.name] != nil {
+		return &Error{Code: AlreadyExists, Msg: fmt.Sprintf("method %q registered twice", h.name)}
 	}
 	ids := append([]uint32{methodID(h.name)}, extra...)
 	for _, id := range ids {

@@ -81,6 +81,9 @@ func (c callerCtx) Value(key any) any {
 
 // sessionEvent tells the StatsHandler, if any, of a session up or down.
 func (ep *Endpoint) sessionEvent(ev proto.Event, up, server bool) {
+	if !up {
+		ep.streamsSessionDown(ev.Session, server, ev.Err) // its streams end (stream_hub.go)
+	}
 	if sh := ep.opts.stats; sh != nil {
 		var err error
 		if !up && !errors.Is(ev.Err, proto.ErrSessionClosed) {

@@ -1,0 +1,252 @@
+package erpc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+)
+
+// Streams
+//
+// A stream is a long-lived call on a Session in which the client and the
+// handler each send any number of messages: server-streaming (one request
+// message, many responses), client-streaming (many requests, one
+// response) and bidirectional are all the same thing here, a stream on
+// which each side sends what it wants. A server registers a handler with
+// HandleStream; a client opens one with Session.NewStream:
+//
+//	srv.HandleStream("Watch", func(s erpc.ServerStream) error {
+//		for ev := range events(s.Context()) {
+//			if err := s.Send(ev); err != nil {
+//				return err
+//			}
+//		}
+//		return nil
+//	})
+//
+//	st, err := sess.NewStream(ctx, "Watch")
+//	for {
+//		msg, err := st.Recv() // io.EOF at a clean end, the status otherwise
+//		...
+//	}
+//
+// Streams are built from erpc's own requests on the session (internal
+// methods, invisible in the server's method list), so they inherit
+// at-most-once, retransmission, congestion control, multi-packet messages
+// and the session's failure detection: the opening runs at most once,
+// and a stream's messages arrive exactly once and in order, or the
+// stream fails. Since the server speaks only when spoken to, the client
+// keeps two requests parked at the server per session (not per stream),
+// which the server answers when any of the session's streams has
+// something for it; messages travel in batches, many per request. A
+// session's streams use at most four of its request slots (WithWindow,
+// 8 by default) however many there are: unary calls keep the rest.
+//
+// Each direction of each stream has its own credit window (StreamWindow:
+// W messages and B bytes, 16,384 and 4 MiB by default). A sender whose
+// window is used blocks in Send until its reader's Recv frees room; a
+// slow reader therefore backs up its own stream and nothing else on the
+// session. A receiver buffers at most its window (plus one message, the
+// last one to start); its reorder ring grows with what it holds, up to
+// 32 bytes a message of the window (512 KiB by default), and an idle
+// stream's state is a few kilobytes.
+//
+// Either side ends a stream: the handler by returning (its error, or
+// nil, and its trailers reach the client's Recv after the messages it
+// sent), the client by canceling the context NewStream was given (the
+// handler's context ends within about half a round trip, and its Send
+// and Recv fail). A deadline on that context travels with the opening
+// and ends both sides. CloseSend half-closes: the handler's Recv returns
+// io.EOF once it has read everything. The session's end (Close, failure)
+// and the server's Shutdown end every stream on it, both sides, with an
+// Unavailable error saying which.
+//
+// Buffers: Send copies its message before it returns, so the caller may
+// reuse it at once. Recv's message is the stream's memory, valid until
+// the next Recv: copy it to keep it. Send and Recv may be called from two
+// different goroutines at once, but two goroutines must not both Send (or
+// both Recv) on one stream at the same time.
+
+// ServerStream is a stream as its handler (and the server's stream
+// interceptors) see it.
+type ServerStream interface {
+	// Context is the stream's: it carries the client's metadata
+	// (IncomingMetadata), its address (PeerFromContext) and deadline, and
+	// it ends when the client cancels, the deadline passes, the session
+	// ends, or the handler returns.
+	Context() context.Context
+	// Send sends a message (copied before Send returns), waiting for
+	// credit while the client's window is full. It fails once the stream
+	// is over for the handler (the context's end, say).
+	Send(msg []byte) error
+	// Recv returns the client's next message, valid until the next Recv;
+	// io.EOF once the client has closed its side and everything was read.
+	Recv() ([]byte, error)
+	// SetHeader adds to the response headers, sent with the first message
+	// (or with the end); it fails once they have gone.
+	SetHeader(md Metadata) error
+	// SendHeader adds md to the response headers and sends them now.
+	SendHeader(md Metadata) error
+	// SetTrailer adds to the trailers, sent with the handler's status.
+	SetTrailer(md Metadata)
+	// Method is the stream's method name.
+	Method() string
+}
+
+// ClientStream is a stream as its client (and the endpoint's stream
+// interceptors) see it.
+type ClientStream interface {
+	// Context is the context NewStream was given.
+	Context() context.Context
+	// Send sends a message (copied before Send returns), waiting for
+	// credit while the handler's window is full. It returns io.EOF if the
+	// handler has already ended the stream (Recv then gives its status).
+	Send(msg []byte) error
+	// CloseSend says the client sends no more; the handler's Recv
+	// returns io.EOF once it has read everything.
+	CloseSend() error
+	// Recv returns the handler's next message, valid until the next Recv;
+	// io.EOF when the handler returned nil and everything was read, its
+	// status error (an *Error) otherwise.
+	Recv() ([]byte, error)
+	// Header waits for the response headers (or the stream's end).
+	Header() (Metadata, error)
+	// Trailer is the trailers, once Recv has returned an error.
+	Trailer() Metadata
+	// Method is the stream's method name.
+	Method() string
+}
+
+// StreamHandler serves one stream; its return ends the stream with that
+// status (nil: OK), after the messages it sent.
+type StreamHandler func(s ServerStream) error
+
+// StreamOption configures a stream handler (HandleStream) or a stream a
+// client opens (NewStream).
+type StreamOption func(*streamConfig)
+
+type streamConfig struct {
+	msgs, bytes int
+}
+
+// Default stream windows, and the most a client may ask of a server.
+const (
+	defaultStreamMsgs  = 16384
+	defaultStreamBytes = 4 << 20
+	maxStreamMsgs      = 1 << 16
+	maxStreamBytes     = 64 << 20
+	// maxStreamsPerSession bounds the streams one client session may have
+	// open on a server at once; more are refused with ResourceExhausted.
+	maxStreamsPerSession = 1024
+)
+
+// StreamWindow sets the receive window of a stream's side: how many
+// messages and bytes its peer may send ahead of the Recv calls (default
+// 16,384 and 4 MiB). A reader holds at most that much, plus one message.
+// Given to HandleStream it sizes the handler's side; to NewStream, the
+// client's. A server caps what a client asks at 65,536 messages and 64
+// MiB.
+func StreamWindow(msgs, bytes int) StreamOption {
+	return func(c *streamConfig) {
+		c.msgs = min(max(msgs, 1), maxStreamMsgs)
+		c.bytes = min(max(bytes, 1), maxStreamBytes)
+	}
+}
+
+func newStreamConfig(opts []StreamOption) streamConfig {
+	c := streamConfig{msgs: defaultStreamMsgs, bytes: defaultStreamBytes}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// The internal methods streams travel on. A server registers them with
+// its first stream handler; they are not in its method list.
+const (
+	streamMethodPrefix = "erpc.stream/"
+	streamOpenMethod   = streamMethodPrefix + "open"
+	streamXchgMethod   = streamMethodPrefix + "exchange"
+)
+
+func isInternalMethod(name string) bool { return strings.HasPrefix(name, streamMethodPrefix) }
+
+type streamHandler struct {
+	name string
+	fn   StreamHandler
+	cfg  streamConfig
+}
+
+// HandleStream registers a stream handler. It runs on a goroutine of its
+// own per stream (a stream's handler blocks by nature), never on the
+// event loop. Register every handler before Listen.
+func (s *Server) HandleStream(method string, fn StreamHandler, opts ...StreamOption) error {
+	if fn == nil {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register stream %q: nil handler", method)}
+	}
+	if method == "" || isInternalMethod(method) {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register stream %q: the name is empty or reserved", method)}
+	}
+	s.mu.Lock()
+	serving, first := s.serving, s.streams == nil
+	_, dup := s.streams[method]
+	unary := s.table.byID[methodID(method)] != nil
+	s.mu.Unlock()
+	switch {
+	case serving:
+		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf(
+			"register stream %q: the server already serves; register every handler before Listen", method)}
+	case dup || unary:
+		return &Error{Code: AlreadyExists, Msg: fmt.Sprintf("method %q registered twice", method)}
+	}
+	if first {
+		if err := s.registerStreamMethods(); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streams == nil {
+		s.streams = map[string]*streamHandler{}
+	}
+	s.streams[method] = &streamHandler{name: method, fn: fn, cfg: newStreamConfig(opts)}
+	return nil
+}
+
+// registerStreamMethods registers the internal methods. They must run
+// inline, on the loop: they only move frames between the session and the
+// streams' buffers, and the state they touch (Endpoint.streams) is the
+// loop's. A change of the default dispatch must leave them there.
+func (s *Server) registerStreamMethods() error {
+	if err := s.register(&handler{name: streamOpenMethod, run: serveStreamOpen}); err != nil {
+		return err
+	}
+	return s.register(&handler{name: streamXchgMethod, run: serveStreamExchange})
+}
+
+// streamHandlerFor is the handler of a stream method (nil if none); the
+// table no longer changes once the server serves.
+func (s *Server) streamHandlerFor(method []byte) *streamHandler {
+	if s == nil {
+		return nil
+	}
+	return s.streams[string(method)]
+}
+
+// StreamStats counts an endpoint's streams.
+type StreamStats struct {
+	Opened  uint64 // streams its handlers served
+	Active  uint64 // served streams not yet over
+	Refused uint64 // frames refused: unknown streams, beyond the window, malformed
+}
+
+type streamCounters struct {
+	opened, active, refused atomic.Uint64
+}
+
+// StreamStats returns the endpoint's stream counters.
+func (ep *Endpoint) StreamStats() StreamStats {
+	c := &ep.streams.count
+	return StreamStats{Opened: c.opened.Load(), Active: c.active.Load(), Refused: c.refused.Load()}
+}

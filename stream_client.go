@@ -1,0 +1,293 @@
+package erpc
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/stream"
+)
+
+// clientStream is a stream a client opened. The loop and the
+// application's goroutines share it under mu; cs and sid are the loop's.
+type clientStream struct {
+	sess    *Session
+	cs      *cliSession
+	sid     proto.SessionID // the engine session it was opened on
+	id      uint64
+	method  string
+	ctx     context.Context
+	stopCtx func() bool
+	kick    func()
+	maxMsg  int
+	opening atomic.Int32 // openWaiting, openDone or openAbandoned
+
+	mu         sync.Mutex
+	send       stream.Sender
+	recv       stream.Receiver
+	out        []byte // frames for the server not yet in a request
+	queued     bool   // a kick is on its way, or the stream is in its session's queue
+	cancelOut  Code   // a Cancel frame with this code is due (Canceled or DeadlineExceeded)
+	header     Metadata
+	gotHeader  bool
+	headerDone chan struct{} // closed when the header came or the stream ended
+	trailer    Metadata
+	status     error // the handler's status, once its End came: io.EOF for OK
+	gotEnd     bool
+	over       error // the stream ended here (canceled, session lost): Send and Recv fail with it
+	closedSend bool
+	sendWait   bool
+	recvWait   bool
+	sendWake   chan struct{}
+	recvWake   chan struct{}
+}
+
+const (
+	openWaiting int32 = iota
+	openDone
+	openAbandoned
+)
+
+// NewStream opens a stream to method on the session's server and returns
+// once the server has started its handler (or refused: Unimplemented
+// for a method it does not have). ctx is the stream's: its metadata
+// (NewOutgoingContext) and deadline reach the handler, and its end
+// cancels the stream on both sides. Cancel ctx once done with a stream
+// that may not have ended, as with any call. Stream client interceptors
+// (WithStreamClientInterceptors) see the opening.
+func (s *Session) NewStream(ctx context.Context, method string, opts ...StreamOption) (ClientStream, error) {
+	cfg := newStreamConfig(opts)
+	open := func(ctx context.Context, method string) (ClientStream, error) { return s.openStream(ctx, method, cfg) }
+	if is := s.ep.opts.streamInterceptors; len(is) > 0 {
+		return s.openIntercepted(ctx, is, method, open)
+	}
+	return open(ctx, method)
+}
+
+func (s *Session) openStream(ctx context.Context, method string, cfg streamConfig) (ClientStream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, notRun(streamError(method, s.target, contextError(ctx)))
+	}
+	if s.calledOnLoop() {
+		return nil, notRun(errOnLoop("NewStream", "open streams from another goroutine"))
+	}
+	ep := s.ep
+	maxMsg := maxStreamMessage(ep)
+	st := &clientStream{sess: s, id: ep.streams.nextID.Add(1), method: method, ctx: ctx, maxMsg: maxMsg,
+		recv:       stream.NewReceiver(cfg.msgs, cfg.bytes, maxMsg),
+		headerDone: make(chan struct{}), sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1)}
+	st.kick = st.onKick
+	opened := make(chan error, 1)
+	req := appendOpen(nil, st.id, cfg, method)
+	c := getCall(s, streamOpenMethod, req, nil)
+	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
+		c.req, c.meta = withMetadata(md, req)
+	}
+	if d, ok := ctx.Deadline(); ok {
+		c.deadline = proto.Time(d.Sub(ep.start))
+	}
+	c.state.Store(callTaken)
+	c.cont = func(resp []byte, err error) { opened <- st.onOpened(resp, err) }
+	ep.post(command{kind: cmdCall, call: c})
+	select {
+	case err := <-opened:
+		if err != nil {
+			return nil, err
+		}
+	case <-ctx.Done():
+		if st.opening.CompareAndSwap(openWaiting, openAbandoned) {
+			return nil, streamError(method, s.target, contextError(ctx)) // onOpened cancels it, if it opens
+		}
+		if err := <-opened; err != nil {
+			return nil, err
+		}
+	}
+	st.stopCtx = context.AfterFunc(ctx, st.onContextDone)
+	return st, nil
+}
+
+// onOpened settles the opening (on the loop): the stream joins its
+// session's streams, and the parked request is made if it was not.
+func (st *clientStream) onOpened(resp []byte, err error) error {
+	s := st.sess
+	if err != nil {
+		e, _ := err.(*Error)
+		if e == nil {
+			e = &Error{Code: CodeOf(err), Msg: err.Error(), Cause: err}
+		}
+		return streamError(st.method, s.target, e)
+	}
+	msgs, bytes, ok := parseWindow(resp)
+	if !ok {
+		return streamError(st.method, s.target, &Error{Code: Internal, Msg: "malformed answer to a stream's opening"})
+	}
+	st.send = stream.NewSender(msgs, bytes)
+	h := &s.ep.streams
+	cs := h.client(s)
+	st.cs, st.sid = cs, s.sid // the session that answered is the current one: its end comes after this
+	cs.streams[st.id] = st
+	if h.cliSid == nil {
+		h.cliSid = map[proto.SessionID]*cliSession{}
+	}
+	h.cliSid[s.sid] = cs
+	if !st.opening.CompareAndSwap(openWaiting, openDone) {
+		st.cancelWith(&Error{Code: Canceled, Msg: "canceled while opening"}, Canceled)
+	}
+	cs.pump()
+	return nil
+}
+
+func (st *clientStream) Context() context.Context { return st.ctx }
+func (st *clientStream) Method() string           { return st.method }
+
+func (st *clientStream) Send(msg []byte) error {
+	if len(msg) > st.maxMsg {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("stream message of %d bytes is larger than the maximum of %d", len(msg), st.maxMsg)}
+	}
+	st.mu.Lock()
+	for st.sendable() && !st.send.CanSend() {
+		st.sendWait = true
+		st.mu.Unlock()
+		<-st.sendWake
+		st.mu.Lock()
+	}
+	st.sendWait = false
+	switch {
+	case st.over != nil:
+		err := st.over
+		st.mu.Unlock()
+		return err
+	case st.gotEnd:
+		st.mu.Unlock()
+		return io.EOF // the handler ended the stream: Recv has its status
+	case st.closedSend:
+		st.mu.Unlock()
+		return &Error{Code: FailedPrecondition, Msg: "Send after CloseSend"}
+	}
+	st.out = stream.AppendData(st.out, st.id, st.send.Sent(len(msg)), msg)
+	kick := st.queueLocked()
+	st.mu.Unlock()
+	st.post(kick)
+	return nil
+}
+
+// sendable: Send may go on waiting for credit.
+func (st *clientStream) sendable() bool { return st.over == nil && !st.gotEnd && !st.closedSend }
+
+func (st *clientStream) CloseSend() error {
+	st.mu.Lock()
+	if !st.sendable() {
+		st.mu.Unlock()
+		return nil
+	}
+	st.closedSend = true
+	st.out = stream.AppendClose(st.out, st.id, st.send.Close())
+	kick := st.queueLocked()
+	st.mu.Unlock()
+	st.post(kick)
+	return nil
+}
+
+func (st *clientStream) Recv() ([]byte, error) {
+	st.mu.Lock()
+	for {
+		if st.gotHeader {
+			if msg, ok := st.recv.Next(); ok {
+				kick := st.recv.GrantDue() && st.over == nil && st.queueLocked()
+				st.mu.Unlock()
+				st.post(kick)
+				return msg, nil
+			}
+		}
+		switch {
+		case st.gotEnd && st.recv.Done():
+			err := st.status
+			st.mu.Unlock()
+			st.stopCtx()
+			return nil, err
+		case st.over != nil:
+			err := st.over
+			st.mu.Unlock()
+			return nil, err
+		}
+		st.recvWait = true
+		st.mu.Unlock()
+		<-st.recvWake
+		st.mu.Lock()
+		st.recvWait = false
+	}
+}
+
+func (st *clientStream) Header() (Metadata, error) {
+	<-st.headerDone
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.gotHeader {
+		return st.header, nil
+	}
+	return nil, st.over
+}
+
+func (st *clientStream) Trailer() Metadata {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.trailer
+}
+
+func (st *clientStream) queueLocked() bool {
+	if st.queued || st.cs == nil {
+		return false
+	}
+	st.queued = true
+	return true
+}
+
+func (st *clientStream) post(kick bool) {
+	if kick {
+		_ = st.sess.ep.Post(st.kick) // a closed endpoint has failed the stream already
+	}
+}
+
+// endLocked ends the stream here with err: Send and Recv fail with it
+// (Recv once it has given what arrived before).
+func (st *clientStream) endLocked(err error) {
+	if st.over != nil || (st.gotEnd && st.recv.Done()) {
+		return
+	}
+	st.over = err
+	if st.sendWait {
+		wake(st.sendWake)
+	}
+	if st.recvWait {
+		wake(st.recvWake)
+	}
+	if !st.gotHeader {
+		close(st.headerDone)
+	}
+}
+
+// onContextDone cancels the stream when its context ends.
+func (st *clientStream) onContextDone() {
+	e := streamError(st.method, st.sess.target, contextError(st.ctx))
+	st.cancelWith(e, e.Code)
+}
+
+// cancelWith ends the stream here with err and tells the server, unless
+// the stream is over already.
+func (st *clientStream) cancelWith(err *Error, code Code) {
+	st.mu.Lock()
+	if st.over != nil || st.gotEnd {
+		st.mu.Unlock()
+		return
+	}
+	st.endLocked(err)
+	st.cancelOut = code
+	st.out = st.out[:0]
+	kick := st.cs != nil
+	st.queued = kick
+	st.mu.Unlock()
+	st.post(kick) // even if queued: a cancel does not wait behind other output
+}

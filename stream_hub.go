@@ -1,0 +1,238 @@
+package erpc
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/stream"
+)
+
+// streamHub is an endpoint's stream state: the streams it serves, by
+// server session, and the client side of the sessions it dialed that
+// have streams. The loop owns it, but for its counters (StreamStats) and
+// the IDs clients take (nextID).
+type streamHub struct {
+	srv    map[proto.SessionID]*srvSession
+	cli    map[*Session]*cliSession
+	cliSid map[proto.SessionID]*cliSession // by the engine sessions its streams were opened on
+	count  streamCounters
+	nextID atomic.Uint64
+}
+
+// srvSession is one client session's streams on the server (the loop's).
+type srvSession struct {
+	ep      *Endpoint
+	sid     proto.SessionID
+	streams map[uint64]*serverStream
+	parked  []Request       // requests the client left for the server to answer when it has output (maxParked)
+	outq    []*serverStream // streams with output, in the order they got it
+	scratch []byte          // where answers are built
+	gone    bool            // the session ended
+}
+
+func (h *streamHub) server(ep *Endpoint, sid proto.SessionID, create bool) *srvSession {
+	ss := h.srv[sid]
+	if ss == nil && create {
+		if h.srv == nil {
+			h.srv = map[proto.SessionID]*srvSession{}
+		}
+		ss = &srvSession{ep: ep, sid: sid, streams: map[uint64]*serverStream{}}
+		h.srv[sid] = ss
+	}
+	return ss
+}
+
+// streamsSessionDown ends the streams of a session that ended (on the
+// loop): a server's streams see their context canceled, a client's fail
+// with Unavailable.
+func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause error) {
+	h := &ep.streams
+	if !server {
+		if cs := h.cliSid[sid]; cs != nil {
+			delete(h.cliSid, sid)
+			cs.sessionDown(sid, cause)
+			if cs.s.closed.Load() && len(cs.streams) == 0 {
+				delete(h.cli, cs.s)
+			}
+		}
+		return
+	}
+	ss := h.srv[sid]
+	if ss == nil {
+		return
+	}
+	delete(h.srv, sid)
+	ss.gone = true
+	err := &Error{Code: Canceled, Msg: "the client's session ended", Cause: cause}
+	for _, st := range ss.streams {
+		st.abort(err)
+	}
+	ss.streams, ss.outq = nil, nil
+}
+
+// shutdownStreams ends every served stream with Unavailable (the
+// endpoint's Shutdown began): the handlers' contexts end, and their
+// clients get the status now, in the answers parked for them.
+func (ep *Endpoint) shutdownStreams() {
+	err := &Error{Code: Unavailable, Msg: "server shutting down"}
+	code, payload := streamStatus(err)
+	for _, ss := range ep.streams.srv {
+		for _, st := range ss.streams {
+			st.mu.Lock()
+			if !st.finished {
+				st.finishLocked(code, payload)
+				if !st.queued {
+					st.queued = true
+					ss.outq = append(ss.outq, st)
+				}
+			}
+			st.endLocked(err)
+			st.mu.Unlock()
+			st.cancel(err)
+		}
+		ss.answerParked()
+	}
+}
+
+// abort ends a stream the client gave up on (or lost): nothing more goes
+// out, and the handler's context ends with err (on the loop).
+func (st *serverStream) abort(err *Error) {
+	st.mu.Lock()
+	st.finished = true
+	st.out = st.out[:0]
+	st.ss = nil
+	st.endLocked(err)
+	st.mu.Unlock()
+	st.cancel(err)
+}
+
+// errRefused counts a frame the server refuses.
+func (h *streamHub) refuse() { h.count.refused.Add(1) }
+
+// answerParked answers the parked request with the session's output, if
+// there is any.
+func (ss *srvSession) answerParked() {
+	for len(ss.parked) > 0 && len(ss.outq) > 0 {
+		ss.respond(ss.unpark())
+	}
+	ss.unparkIfIdle()
+}
+
+// respond answers q with the session's output, in memory of the engine's
+// pool, which the engine takes over (no allocation, whatever the size).
+func (ss *srvSession) respond(q Request) {
+	b := ss.answer(streamBatch(ss.ep))
+	if len(b) == 0 {
+		_ = q.Respond(nil)
+		return
+	}
+	out := ss.ep.eng.Buffer(len(b))
+	copy(out, b)
+	if q.respondOwned(out) != nil {
+		ss.ep.eng.Recycle(out) // the request is gone (its session ended)
+	}
+}
+
+// unpark takes the oldest parked request.
+func (ss *srvSession) unpark() Request {
+	q := ss.parked[0]
+	n := copy(ss.parked, ss.parked[1:])
+	ss.parked[n] = Request{}
+	ss.parked = ss.parked[:n]
+	return q
+}
+
+// unparkIfIdle answers the parked requests, empty, once the session has
+// no streams left: the client parks none then, and they would hold its
+// session's slots for nothing.
+func (ss *srvSession) unparkIfIdle() {
+	for len(ss.streams) == 0 && len(ss.parked) > 0 {
+		_ = ss.unpark().Respond(nil)
+	}
+}
+
+// answer builds an answer from the queued streams' output, at most max
+// bytes but at least one frame; streams whose End went are forgotten.
+func (ss *srvSession) answer(max int) []byte {
+	b := ss.scratch[:0]
+	taken := 0
+	for _, st := range ss.outq {
+		var more, ended bool
+		b, more, ended = st.take(b, max)
+		if ended {
+			delete(ss.streams, st.id)
+		}
+		if more {
+			break
+		}
+		taken++
+	}
+	n := copy(ss.outq, ss.outq[taken:])
+	clear(ss.outq[n:])
+	ss.outq = ss.outq[:n]
+	ss.scratch = b
+	return b
+}
+
+// streamBatch is the most a batch of frames carries: a quarter of a
+// megabyte, or less if the endpoint's messages are smaller.
+func streamBatch(ep *Endpoint) int { return min(1<<20, maxMessage(ep)) }
+
+// maxMessage is the endpoint's message limit.
+func maxMessage(ep *Endpoint) int {
+	if n := ep.opts.engine.MaxMsgSize; n > 0 {
+		return n
+	}
+	return 8 << 20
+}
+
+// maxStreamMessage is the largest message a stream carries: one frame in
+// a batch of the endpoint's largest message.
+func maxStreamMessage(ep *Endpoint) int { return maxMessage(ep) - 64 }
+
+// kickServer queues st's output on its session and answers the parked
+// request if any (on the loop).
+func (st *serverStream) onKick() {
+	ss := st.ss
+	if ss == nil || ss.gone {
+		return
+	}
+	ss.outq = append(ss.outq, st)
+	ss.answerParked()
+}
+
+// take moves st's output to the answer b, within max bytes (at least one
+// frame if b is empty); more says output is left, ended that its End
+// frame went (on the loop).
+func (st *serverStream) take(b []byte, max int) (_ []byte, more, ended bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.finished && st.recv.GrantDue() {
+		m, n := st.recv.TakeGrant()
+		b = stream.AppendGrant(b, st.id, m, n)
+	}
+	n := len(st.out)
+	if room := max - len(b); n > room {
+		if n = stream.Cut(st.out, room, len(b) == 0); n == 0 {
+			return b, true, false
+		}
+	}
+	b = append(b, st.out[:n]...)
+	st.out = st.out[:copy(st.out, st.out[n:])]
+	if len(st.out) > 0 {
+		return b, true, false
+	}
+	st.queued = false
+	if st.finished {
+		st.ss = nil // the End went: the stream is over on the wire
+	}
+	return b, false, st.finished
+}
+
+// streamError makes a stream's error message say which stream.
+func streamError(method, target string, e *Error) *Error {
+	c := *e
+	c.Msg = fmt.Sprintf("stream %q to %s: %s", method, target, e.Msg)
+	return &c
+}

@@ -1,0 +1,279 @@
+package erpc
+
+import (
+	"context"
+	"io"
+
+	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/stream"
+)
+
+// cliSession is the client side of a session's streams (the loop's): the
+// open streams, the ones with output for the server, and the requests
+// that carry it. One exchange request stays parked at the server while
+// the session has streams (the server answers it when it has output for
+// any of them), and up to maxUplinks more carry the client's output.
+type cliSession struct {
+	s       *Session
+	streams map[uint64]*clientStream
+	outq    []*clientStream
+	parked  int // parked exchanges out
+	uplinks int // other exchanges out
+	free    []*exchange
+}
+
+// maxParked is how many exchanges a session keeps parked at the server:
+// two, so that the server can answer one while the answer to the other
+// is on its way. maxUplinks bounds the exchanges out besides them. With
+// them, streams use at most four of the session's request slots (8 by
+// default, WithWindow), however many streams there are, and unary calls
+// keep the rest.
+const (
+	maxParked  = 2
+	maxUplinks = 2
+)
+
+// exchange is one exchange request and its buffers, reused.
+type exchange struct {
+	cs        *cliSession
+	req, resp []byte
+	park      bool
+	done      func(resp []byte, err error) // bound once
+}
+
+func (h *streamHub) client(s *Session) *cliSession {
+	cs := h.cli[s]
+	if cs == nil {
+		if h.cli == nil {
+			h.cli = map[*Session]*cliSession{}
+		}
+		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}}
+		h.cli[s] = cs
+	}
+	return cs
+}
+
+// onKick queues st's output (on the loop).
+func (st *clientStream) onKick() {
+	cs := st.cs
+	cs.outq = append(cs.outq, st)
+	st.mu.Lock()
+	urgent := st.cancelOut != 0
+	st.mu.Unlock()
+	if urgent && cs.uplinks >= maxUplinks {
+		cs.send(false) // a cancel does not wait for a slot: it reaches the handler within half a round trip
+	}
+	cs.pump()
+}
+
+// pump sends the queued output, and parks an exchange if the session has
+// streams and none is parked.
+func (cs *cliSession) pump() {
+	for len(cs.outq) > 0 && cs.uplinks < maxUplinks {
+		cs.send(false)
+	}
+	for cs.parked < maxParked && len(cs.streams) > 0 {
+		cs.send(true)
+	}
+}
+
+// send makes one exchange with as much queued output as a batch holds.
+func (cs *cliSession) send(park bool) {
+	x := cs.getExchange()
+	x.park = park
+	b := append(x.req[:0], 0)
+	if park {
+		b[0] = flagPark
+		cs.parked++
+	} else {
+		cs.uplinks++
+	}
+	x.req = cs.fill(b, streamBatch(cs.s.ep))
+	cs.s.Go(streamXchgMethod, x.req, x.resp, x.done)
+}
+
+func (cs *cliSession) getExchange() *exchange {
+	if n := len(cs.free); n > 0 {
+		x := cs.free[n-1]
+		cs.free = cs.free[:n-1]
+		return x
+	}
+	x := &exchange{cs: cs}
+	x.done = x.complete
+	return x
+}
+
+// fill moves queued output into the request b, within max bytes.
+func (cs *cliSession) fill(b []byte, max int) []byte {
+	taken := 0
+	for _, st := range cs.outq {
+		var more bool
+		b, more = st.take(b, max)
+		if more {
+			break
+		}
+		taken++
+	}
+	n := copy(cs.outq, cs.outq[taken:])
+	clear(cs.outq[n:])
+	cs.outq = cs.outq[:n]
+	return b
+}
+
+// take moves st's output to the request b (see serverStream.take).
+func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.cancelOut != 0 {
+		b = stream.AppendCancel(b, st.id, uint8(st.cancelOut))
+		st.cancelOut = 0
+		st.queued = false
+		st.out = st.out[:0]
+		delete(st.cs.streams, st.id)
+		return b, false
+	}
+	if st.over == nil && st.recv.GrantDue() {
+		m, n := st.recv.TakeGrant()
+		b = stream.AppendGrant(b, st.id, m, n)
+	}
+	n := len(st.out)
+	if room := max - len(b); n > room {
+		if n = stream.Cut(st.out, room, len(b) <= 1); n == 0 {
+			return b, true
+		}
+	}
+	b = append(b, st.out[:n]...)
+	st.out = st.out[:copy(st.out, st.out[n:])]
+	if len(st.out) > 0 {
+		return b, true
+	}
+	st.queued = false
+	return b, false
+}
+
+// complete takes an exchange's answer (on the loop).
+func (x *exchange) complete(resp []byte, err error) {
+	cs := x.cs
+	if x.park {
+		cs.parked--
+	} else {
+		cs.uplinks--
+	}
+	if resp != nil {
+		x.resp = resp[:0]
+	}
+	if err != nil {
+		e, _ := err.(*Error)
+		if e == nil {
+			e = &Error{Code: CodeOf(err), Msg: err.Error(), Cause: err}
+		}
+		cs.failAll(e)
+	} else {
+		cs.deliver(resp)
+	}
+	cs.free = append(cs.free, x)
+	cs.pump()
+}
+
+// deliver applies the server's frames to the streams they name.
+func (cs *cliSession) deliver(batch []byte) {
+	var rd stream.Reader
+	rd.Reset(batch)
+	var f stream.Frame
+	for rd.Next(&f) {
+		st := cs.streams[f.Stream]
+		if st == nil { // canceled here meanwhile
+			continue
+		}
+		if st.onFrame(&f) {
+			delete(cs.streams, st.id)
+		}
+	}
+	if rd.Err() != nil {
+		cs.failAll(&Error{Code: Internal, Msg: "malformed stream frames from the server"})
+	}
+}
+
+// onFrame applies a server's frame; true once the stream needs no more
+// (its End and every message came, or it failed).
+func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	var err error
+	switch f.Kind {
+	case stream.KindHeader:
+		if !st.gotHeader && st.over == nil {
+			st.header, _, _ = parseRequestMetadata(f.Meta)
+			st.gotHeader = true
+			close(st.headerDone)
+		}
+	case stream.KindData:
+		if err = st.recv.Accept(f.Seq, f.Data); err == nil && st.recvWait {
+			wake(st.recvWake)
+		}
+	case stream.KindGrant:
+		st.send.Grant(f.MsgLimit, f.ByteLimit)
+		if st.sendWait {
+			wake(st.sendWake)
+		}
+	case stream.KindEnd:
+		if err = st.recv.End(f.Seq); err == nil {
+			if !st.gotHeader { // a server always sends one first; one that did not has none
+				st.gotHeader = true
+				close(st.headerDone)
+			}
+			st.trailer, _, _ = parseRequestMetadata(f.Meta)
+			st.status = st.endStatus(Code(f.Code), f.Data)
+			st.gotEnd = true
+			wake(st.recvWake)
+			wake(st.sendWake)
+		}
+	default:
+		err = stream.ErrMalformed
+	}
+	if err != nil {
+		st.endLocked(streamError(st.method, st.sess.target, &Error{Code: Internal, Msg: "stream protocol violation by the server: " + err.Error()}))
+		return true
+	}
+	return st.over != nil || (st.gotEnd && st.recv.Received())
+}
+
+// endStatus is Recv's error for an End with code and status payload.
+func (st *clientStream) endStatus(code Code, payload []byte) error {
+	if code == OK {
+		return io.EOF
+	}
+	msg, details := decodeErrorPayload(payload)
+	e := &Error{Code: code, Msg: msg, Details: details}
+	switch code {
+	case DeadlineExceeded:
+		e.Cause = context.DeadlineExceeded
+	case Canceled:
+		e.Cause = context.Canceled
+	}
+	return e
+}
+
+// failAll ends every stream of the session with e.
+func (cs *cliSession) failAll(e *Error) {
+	for id, st := range cs.streams {
+		st.mu.Lock()
+		st.endLocked(streamError(st.method, cs.s.target, e))
+		st.mu.Unlock()
+		delete(cs.streams, id)
+	}
+}
+
+// sessionDown fails the streams opened on engine session sid, which ended.
+func (cs *cliSession) sessionDown(sid proto.SessionID, cause error) {
+	e := engineError(cause)
+	e = &Error{Code: Unavailable, Msg: "the session ended: " + e.Msg, Cause: cause}
+	for id, st := range cs.streams {
+		if st.sid == sid {
+			st.mu.Lock()
+			st.endLocked(streamError(st.method, cs.s.target, e))
+			st.mu.Unlock()
+			delete(cs.streams, id)
+		}
+	}
+}
