@@ -73,11 +73,18 @@ func generateRegister(g gen) {
 	s, n := g.s, g.n
 	g.P()
 	g.P("// ", n.register, " registers impl's methods on srv under their")
-	g.P("// full method names. opts apply to every unary method: erpc.Background() for")
-	g.P("// methods that block. Streaming methods run on a goroutine of their own")
-	g.P("// per stream. It fails if srv already serves, or already has one of the")
-	g.P("// names or a name with the same ID on the wire (a hash collision); the")
-	g.P("// methods registered before the failure stay registered.")
+	if hasStreams(s) {
+		g.P("// full method names. opts apply to every unary method: erpc.Background() for")
+		g.P("// methods that block. Streaming methods run on a goroutine of their own")
+		g.P("// per stream. It fails if srv already serves, or already has one of the")
+		g.P("// names or a name with the same ID on the wire (a hash collision); the")
+		g.P("// methods registered before the failure stay registered.")
+	} else { // as before streams, so that unary services' files do not change
+		g.P("// full method names. opts apply to every method: erpc.Background() for methods")
+		g.P("// that block. It fails if srv already serves, or already has one of the names")
+		g.P("// or a name with the same ID on the wire (a hash collision); the methods")
+		g.P("// registered before the failure stay registered.")
+	}
 	if g.cfg.grpcCompat {
 		g.P("//")
 		g.P("// impl's methods see their calls as gRPC's do: metadata.FromIncomingContext")

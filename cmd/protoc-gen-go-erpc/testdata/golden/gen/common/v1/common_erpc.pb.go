@@ -77,11 +77,10 @@ func (UnimplementedHealthERPCServer) Now(context.Context, *emptypb.Empty) (*time
 }
 
 // RegisterHealthERPCServer registers impl's methods on srv under their
-// full method names. opts apply to every unary method: erpc.Background() for
-// methods that block. Streaming methods run on a goroutine of their own
-// per stream. It fails if srv already serves, or already has one of the
-// names or a name with the same ID on the wire (a hash collision); the
-// methods registered before the failure stay registered.
+// full method names. opts apply to every method: erpc.Background() for methods
+// that block. It fails if srv already serves, or already has one of the names
+// or a name with the same ID on the wire (a hash collision); the methods
+// registered before the failure stay registered.
 func RegisterHealthERPCServer(srv *erpc.Server, impl HealthERPCServer, opts ...erpc.HandlerOption) error {
 	if impl == nil {
 		return &erpc.Error{Code: erpc.InvalidArgument, Msg: "register erpctest.common.v1.Health: nil implementation"}

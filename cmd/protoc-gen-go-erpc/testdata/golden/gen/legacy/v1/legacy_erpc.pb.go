@@ -64,11 +64,10 @@ func (UnimplementedLegacyERPCServer) Get(context.Context, *GetRequest) (*GetResp
 }
 
 // RegisterLegacyERPCServer registers impl's methods on srv under their
-// full method names. opts apply to every unary method: erpc.Background() for
-// methods that block. Streaming methods run on a goroutine of their own
-// per stream. It fails if srv already serves, or already has one of the
-// names or a name with the same ID on the wire (a hash collision); the
-// methods registered before the failure stay registered.
+// full method names. opts apply to every method: erpc.Background() for methods
+// that block. It fails if srv already serves, or already has one of the names
+// or a name with the same ID on the wire (a hash collision); the methods
+// registered before the failure stay registered.
 //
 // Deprecated: Do not use.
 func RegisterLegacyERPCServer(srv *erpc.Server, impl LegacyERPCServer, opts ...erpc.HandlerOption) error {

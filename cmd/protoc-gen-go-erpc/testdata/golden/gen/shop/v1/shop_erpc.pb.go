@@ -110,11 +110,10 @@ func (UnimplementedCatalogERPCServer) Discontinued(context.Context, *Item_Ref) (
 }
 
 // RegisterCatalogERPCServer registers impl's methods on srv under their
-// full method names. opts apply to every unary method: erpc.Background() for
-// methods that block. Streaming methods run on a goroutine of their own
-// per stream. It fails if srv already serves, or already has one of the
-// names or a name with the same ID on the wire (a hash collision); the
-// methods registered before the failure stay registered.
+// full method names. opts apply to every method: erpc.Background() for methods
+// that block. It fails if srv already serves, or already has one of the names
+// or a name with the same ID on the wire (a hash collision); the methods
+// registered before the failure stay registered.
 func RegisterCatalogERPCServer(srv *erpc.Server, impl CatalogERPCServer, opts ...erpc.HandlerOption) error {
 	if impl == nil {
 		return &erpc.Error{Code: erpc.InvalidArgument, Msg: "register erpctest.shop.v1.Catalog: nil implementation"}
@@ -196,11 +195,10 @@ func (UnimplementedCartERPCServer) Total(context.Context, *v1.Empty) (*v1.Money,
 }
 
 // RegisterCartERPCServer registers impl's methods on srv under their
-// full method names. opts apply to every unary method: erpc.Background() for
-// methods that block. Streaming methods run on a goroutine of their own
-// per stream. It fails if srv already serves, or already has one of the
-// names or a name with the same ID on the wire (a hash collision); the
-// methods registered before the failure stay registered.
+// full method names. opts apply to every method: erpc.Background() for methods
+// that block. It fails if srv already serves, or already has one of the names
+// or a name with the same ID on the wire (a hash collision); the methods
+// registered before the failure stay registered.
 func RegisterCartERPCServer(srv *erpc.Server, impl CartERPCServer, opts ...erpc.HandlerOption) error {
 	if impl == nil {
 		return &erpc.Error{Code: erpc.InvalidArgument, Msg: "register erpctest.shop.v1.Cart: nil implementation"}
