@@ -126,3 +126,24 @@ func TestMethodCannotBeGenerated(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamingCollisionRefused: two streaming methods whose names hash to
+// the same erpc ID are refused like unary ones (streams share the ID
+// space: Server.HandleStream would refuse the second).
+func TestStreamingCollisionRefused(t *testing.T) {
+	a, b := collidingMethods(t)
+	resp := generateInProcess(t, "", file("c.proto", "c.v1",
+		service("S",
+			method{name: a, in: ".c.v1.Req", out: ".c.v1.Resp", srvStrem: true},
+			method{name: b, in: ".c.v1.Req", out: ".c.v1.Resp", clientStream: true, srvStrem: true},
+		)))
+	msg := resp.GetError()
+	for _, s := range []string{"/c.v1.S/" + a, "/c.v1.S/" + b, "same erpc method ID"} {
+		if !strings.Contains(msg, s) {
+			t.Errorf("error %q does not say %q", msg, s)
+		}
+	}
+	if len(resp.File) != 0 {
+		t.Errorf("%d files generated", len(resp.File))
+	}
+}
