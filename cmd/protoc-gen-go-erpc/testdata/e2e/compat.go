@@ -155,24 +155,30 @@ func transcript(ctx context.Context, c compatv1.RelayClient) ([]string, error) {
 		}
 		hd, err = bs.Header()
 		note("chat header %s %v", keys(hd), err)
-		for i, s := range []string{"x", strings.Repeat("y", 100_000), text, "after"} {
+		// Each note waits for its echo, and nothing is sent between the
+		// handler's failure and the client's reading it: what both see does
+		// not depend on timing.
+		for i, s := range []string{"x", strings.Repeat("y", 100_000), text} {
 			if err := bs.Send(&compatv1.Note{Text: s, Seq: int32(i)}); err != nil {
-				note("chat send %d: %v", i, err) // io.EOF once the handler has failed
-				break
+				return nil, err
 			}
 			n, err := bs.Recv()
 			if err != nil {
-				note("chat end %s %s t=%s", status.Code(err), errMsg(err), keys(bs.Trailer()))
-				break
+				return nil, err
 			}
 			note("chat %d %d", len(n.Text), n.Seq)
+		}
+		if text == "fail" {
+			_, err := bs.Recv()
+			note("chat end %s %s t=%s", status.Code(err), errMsg(err), keys(bs.Trailer()))
+			// Once the end is read, Send says io.EOF on both.
+			note("chat send after the end: %v", bs.Send(&compatv1.Note{Text: "after"}))
 		}
 		if err := bs.CloseSend(); err != nil {
 			return nil, err
 		}
-		if _, err := bs.Recv(); err != nil {
-			note("chat close %s %s t=%s", status.Code(err), errMsg(err), keys(bs.Trailer()))
-		}
+		_, err = bs.Recv()
+		note("chat close %s %s t=%s", status.Code(err), errMsg(err), keys(bs.Trailer()))
 	}
 	return out, nil
 }
