@@ -289,7 +289,9 @@ func (ep *Endpoint) Close() error {
 // flight (both the ones this endpoint makes and the ones it serves) have
 // completed or ctx ends, then closes the endpoint. It returns ctx's error if
 // it had to cut calls short. It cannot wait from the endpoint's own loop,
-// where it fails at once.
+// where it fails at once. Streams are not waited for (they may never
+// end): Shutdown ends the ones it serves at once, both sides, with
+// Unavailable.
 func (ep *Endpoint) Shutdown(ctx context.Context) error {
 	if ep.onLoop() {
 		return errOnLoop("Shutdown", "call Close, or Shutdown from another goroutine")

@@ -207,6 +207,10 @@ func (s *Server) HandleStream(method string, fn StreamHandler, opts ...StreamOpt
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.serving { // Listen came meanwhile: the table no longer changes
+		return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf(
+			"register stream %q: the server already serves; register every handler before Listen", method)}
+	}
 	if s.streams == nil {
 		s.streams = map[string]*streamHandler{}
 	}

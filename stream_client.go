@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -117,6 +118,11 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 		e, _ := err.(*Error)
 		if e == nil {
 			e = &Error{Code: CodeOf(err), Msg: err.Error(), Cause: err}
+		}
+		if e.Code == Unimplemented && strings.Contains(e.Msg, streamOpenMethod) {
+			c := *e
+			c.Msg = "the server serves no streams" // not erpc's internal method's name
+			e = &c
 		}
 		return streamError(st.method, s.target, e)
 	}

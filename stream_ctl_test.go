@@ -2,8 +2,10 @@ package erpc_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -256,5 +258,113 @@ func TestStreamServerClose(t *testing.T) {
 	}
 	if _, err := st.Recv(); erpc.CodeOf(err) != erpc.Unavailable {
 		t.Fatalf("client: %v", err)
+	}
+}
+
+// TestStreamSurvivesFullServer: exchanges a full server refuses (NACK,
+// never run) are sent again after a backoff: the stream loses nothing
+// and fails nothing while the server is full for a few milliseconds.
+func TestStreamSurvivesFullServer(t *testing.T) {
+	checkLeaks(t)
+	release := make(chan struct{})
+	got := make(chan uint64, 100)
+	srv := erpc.NewServer()
+	must(t, srv.Handle("Hold", func(ctx context.Context, _ []byte) ([]byte, error) {
+		<-release
+		return nil, nil
+	}, erpc.Background()))
+	must(t, srv.HandleStream("Sink", func(s erpc.ServerStream) error {
+		for {
+			m, err := s.Recv()
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			got <- binary.LittleEndian.Uint64(m)
+		}
+	}))
+	n := newMemNet()
+	// Three held requests at most: the stream's two parked exchanges and
+	// one more.
+	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(3))
+	sess := dialT(t, n, n.Listen(t, nil), sep)
+	other := dialT(t, n, n.Listen(t, nil), sep)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := sess.NewStream(ctx, "Sink")
+	must(t, err)
+	time.Sleep(20 * time.Millisecond) // the parked exchanges are in
+	held := make(chan error, 1)
+	go func() { _, err := other.Call(ctx, "Hold", nil, nil); held <- err }()
+	for sep.Stats().HeldRequests < 3 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range uint64(10) {
+		must(t, st.Send(binary.LittleEndian.AppendUint64(nil, i)))
+	}
+	for sess.Endpoint().Stats().NacksReceived == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(5 * time.Millisecond)
+	close(release)
+	must(t, <-held)
+	must(t, st.CloseSend())
+	for i := range uint64(10) {
+		select {
+		case v := <-got:
+			if v != i {
+				t.Fatalf("message %d arrived as %d", i, v)
+			}
+		case <-ctx.Done():
+			_, err := st.Recv()
+			t.Fatalf("message %d never arrived; the stream: %v", i, err)
+		}
+	}
+	if _, err := st.Recv(); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+}
+
+// TestStreamsLeaveSlotsForCalls: however many streams a session has (20
+// here, each with a blocked handler), they hold at most four of its
+// request slots, and unary calls on the same session, eight at a time,
+// all complete.
+func TestStreamsLeaveSlotsForCalls(t *testing.T) {
+	checkLeaks(t)
+	srv := erpc.NewServer()
+	must(t, srv.HandleStream("Stuck", func(s erpc.ServerStream) error {
+		for {
+			if err := s.Send(make([]byte, 10)); err != nil {
+				return err
+			}
+		}
+	}))
+	must(t, srv.Handle("Echo", echoHandler))
+	_, sess := streamPair(t, newMemNet(), srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 20 {
+		if _, err := sess.NewStream(ctx, "Stuck", erpc.StreamWindow(2, 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := sess.Call(ctx, "Echo", []byte("x"), nil); err != nil {
+					t.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if done.Load() != 400 {
+		t.Fatalf("%d of 400 calls completed beside 20 stuck streams", done.Load())
 	}
 }

@@ -27,7 +27,6 @@ type srvSession struct {
 	streams map[uint64]*serverStream
 	parked  []Request       // requests the client left for the server to answer when it has output (maxParked)
 	outq    []*serverStream // streams with output, in the order they got it
-	scratch []byte          // where answers are built
 	gone    bool            // the session ended
 }
 
@@ -122,16 +121,42 @@ func (ss *srvSession) answerParked() {
 // respond answers q with the session's output, in memory of the engine's
 // pool, which the engine takes over (no allocation, whatever the size).
 func (ss *srvSession) respond(q Request) {
-	b := ss.answer(streamBatch(ss.ep))
-	if len(b) == 0 {
+	size := ss.pending(streamBatch(ss.ep))
+	if size == 0 {
 		_ = q.Respond(nil)
 		return
 	}
-	out := ss.ep.eng.Buffer(len(b))
-	copy(out, b)
+	out := ss.answer(ss.ep.eng.Buffer(size)[:0], size) // built in place: no copy
+	if len(out) == 0 {
+		_ = q.Respond(nil)
+		ss.ep.eng.Recycle(out)
+		return
+	}
 	if q.respondOwned(out) != nil {
 		ss.ep.eng.Recycle(out) // the request is gone (its session ended)
 	}
+}
+
+// grantRoom is room enough for a Grant frame.
+const grantRoom = 1 + 3*10
+
+// pending is the size of the answer the queued output makes: at most
+// limit, but at least the first stream's first frame whatever its size
+// (each stream's share with room for a Grant frame).
+func (ss *srvSession) pending(limit int) int {
+	n := 0
+	for _, st := range ss.outq {
+		st.mu.Lock()
+		size, first := len(st.out)+grantRoom, 0
+		if n == 0 {
+			first = stream.Cut(st.out, 0, true) + grantRoom
+		}
+		st.mu.Unlock()
+		if n += size; n >= limit {
+			return max(limit, first)
+		}
+	}
+	return n
 }
 
 // unpark takes the oldest parked request.
@@ -154,8 +179,7 @@ func (ss *srvSession) unparkIfIdle() {
 
 // answer builds an answer from the queued streams' output, at most max
 // bytes but at least one frame; streams whose End went are forgotten.
-func (ss *srvSession) answer(max int) []byte {
-	b := ss.scratch[:0]
+func (ss *srvSession) answer(b []byte, max int) []byte {
 	taken := 0
 	for _, st := range ss.outq {
 		var more, ended bool
@@ -171,7 +195,6 @@ func (ss *srvSession) answer(max int) []byte {
 	n := copy(ss.outq, ss.outq[taken:])
 	clear(ss.outq[n:])
 	ss.outq = ss.outq[:n]
-	ss.scratch = b
 	return b
 }
 

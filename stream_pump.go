@@ -3,6 +3,7 @@ package erpc
 import (
 	"context"
 	"io"
+	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
 	"github.com/erpc-go/erpc/internal/stream"
@@ -38,8 +39,15 @@ type exchange struct {
 	cs        *cliSession
 	req, resp []byte
 	park      bool
+	tries     int                          // refusals by a full server in a row
 	done      func(resp []byte, err error) // bound once
+	resend    func()                       // bound once
 }
+
+// maxRefusals is how many times in a row an exchange a full server
+// refused (a NACK: it never ran) is sent again, after 2, 4... 256 ms,
+// before the session's streams fail with ResourceExhausted.
+const maxRefusals = 8
 
 func (h *streamHub) client(s *Session) *cliSession {
 	cs := h.cli[s]
@@ -56,12 +64,17 @@ func (h *streamHub) client(s *Session) *cliSession {
 // onKick queues st's output (on the loop).
 func (st *clientStream) onKick() {
 	cs := st.cs
-	cs.outq = append(cs.outq, st)
 	st.mu.Lock()
 	urgent := st.cancelOut != 0
 	st.mu.Unlock()
-	if urgent && cs.uplinks >= maxUplinks {
-		cs.send(false) // a cancel does not wait for a slot: it reaches the handler within half a round trip
+	cs.outq = append(cs.outq, st)
+	if urgent { // a cancel waits neither behind other output nor for a slot:
+		// it reaches the handler within half a round trip
+		copy(cs.outq[1:], cs.outq)
+		cs.outq[0] = st
+		if cs.uplinks >= maxUplinks {
+			cs.send(false)
+		}
 	}
 	cs.pump()
 }
@@ -100,6 +113,7 @@ func (cs *cliSession) getExchange() *exchange {
 	}
 	x := &exchange{cs: cs}
 	x.done = x.complete
+	x.resend = func() { cs.s.Go(streamXchgMethod, x.req, x.resp, x.done) }
 	return x
 }
 
@@ -154,6 +168,10 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 // complete takes an exchange's answer (on the loop).
 func (x *exchange) complete(resp []byte, err error) {
 	cs := x.cs
+	if err != nil && x.retry(err) {
+		return
+	}
+	x.tries = 0
 	if x.park {
 		cs.parked--
 	} else {
@@ -171,8 +189,27 @@ func (x *exchange) complete(resp []byte, err error) {
 	} else {
 		cs.deliver(resp)
 	}
+	if len(cs.streams) == 0 && cap(x.req)+cap(x.resp) > keptExchangeBytes {
+		x.req, x.resp = nil, nil // an idle session keeps no batch-sized buffers
+	}
 	cs.free = append(cs.free, x)
 	cs.pump()
+}
+
+// keptExchangeBytes is the most an exchange keeps, for its next use, of
+// the buffers a session with no stream left used.
+const keptExchangeBytes = 64 << 10
+
+// retry sends again, after a backoff, an exchange a full server refused
+// before running it (its frames are neither lost nor delivered twice).
+func (x *exchange) retry(err error) bool {
+	if !NotExecuted(err) || CodeOf(err) != ResourceExhausted || x.tries >= maxRefusals || x.cs.s.closed.Load() {
+		return false
+	}
+	x.tries++
+	ep := x.cs.s.ep
+	time.AfterFunc(time.Millisecond<<x.tries, func() { _ = ep.Post(x.resend) }) // a closed endpoint failed the streams
+	return true
 }
 
 // deliver applies the server's frames to the streams they name.
@@ -218,8 +255,8 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		}
 	case stream.KindEnd:
 		if err = st.recv.End(f.Seq); err == nil {
-			if !st.gotHeader { // a server always sends one first; one that did not has none
-				st.gotHeader = true
+			if !st.gotHeader && st.over == nil { // a server always sends one first; one that did not has none
+				st.gotHeader = true // (over closed headerDone already)
 				close(st.headerDone)
 			}
 			st.trailer, _, _ = parseRequestMetadata(f.Meta)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,5 +158,10 @@ func TestStreamShapes(t *testing.T) {
 	}
 	if got := srv.Methods(); len(got) != 3 {
 		t.Fatalf("methods %v: want the three streams only", got)
+	}
+	unary := n.Listen(t, serverWith(t, "Echo", echoHandler))
+	if _, err := dialT(t, n, n.Listen(t, nil), unary).NewStream(ctx, "Count"); erpc.CodeOf(err) != erpc.Unimplemented ||
+		!strings.Contains(err.Error(), "serves no streams") {
+		t.Fatalf("a stream to a server without any: %v", err)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package erpc_test
+
+const streamRace = false
