@@ -248,10 +248,7 @@ func streamStatus(err error) (Code, []byte) {
 	if err == nil {
 		return OK, nil
 	}
-	var e *Error
-	if !errors.As(err, &e) {
-		e = &Error{Code: CodeOf(err), Msg: err.Error()}
-	}
+	e := statusOf(err) // a gRPC status keeps its message and details, as on a unary call
 	code := e.Code
 	if code == OK {
 		code = Unknown

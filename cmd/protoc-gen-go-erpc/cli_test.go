@@ -65,3 +65,28 @@ func TestCompilersReportCollision(t *testing.T) {
 		}
 	})
 }
+
+// TestProtocReportsMethodNotGenerated: protoc fails, naming the method,
+// when a streaming method's stream type would clash with a message.
+func TestProtocReportsMethodNotGenerated(t *testing.T) {
+	protoc := needProtoc(t)
+	p := buildPlugins(t)
+	dir := t.TempDir()
+	src := `syntax = "proto3";
+package c.v1;
+option go_package = "example.com/c/v1;cv1";
+message M {}
+message SERPC_WatchServer {}
+service S {
+  rpc Watch(M) returns (stream M);
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "c.proto"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := output(context.Background(), dir, nil, protoc, "--plugin=protoc-gen-go-erpc="+p.erpc,
+		"--go-erpc_out="+t.TempDir(), "c.proto")
+	if err == nil || !strings.Contains(out, "method /c.v1.S/Watch cannot be generated: its identifier SERPC_WatchServer") {
+		t.Errorf("protoc: %v\n%s", err, out)
+	}
+}

@@ -80,15 +80,16 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gomod := "module " + goModule + "\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/erpc-go/erpc v0.0.0\n"
+	gomod := "module " + goModule + "\n\ngo 1.26.0\n\nrequire (\n\tgithub.com/erpc-go/erpc v0.0.0\n\tgithub.com/erpc-go/erpc/contrib/grpc v0.0.0\n"
 	for _, line := range strings.Split(strings.TrimSpace(versions), "\n") {
 		gomod += "\t" + line + "\n"
 	}
 	gomod += ")\n\nreplace github.com/erpc-go/erpc => " + root + "\n"
+	gomod += "\nreplace github.com/erpc-go/erpc/contrib/grpc => " + filepath.Join(root, "contrib", "grpc") + "\n"
 	if err := os.WriteFile(filepath.Join(mod, "go.mod"), []byte(gomod), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(mod, "go.sum"), goSum(t, "go.sum", filepath.Join(root, "go.sum")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(mod, "go.sum"), goSum(t, "go.sum", filepath.Join(root, "go.sum"), filepath.Join(root, "contrib", "grpc", "go.sum")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -117,7 +118,8 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(out, "\nPASS\n") {
 		t.Fatal("e2e did not say PASS")
 	}
-	for _, want := range []string{"ok grpc:", "ok collision:", "ok catalog.Deadline: a deadline that passes"} {
+	for _, want := range []string{"ok grpc:", "ok collision:", "ok catalog.Deadline: a deadline that passes",
+		"ok streams: every shape", "ok compat: one gRPC implementation"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("e2e output lacks %q", want)
 		}

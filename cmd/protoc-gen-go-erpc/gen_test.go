@@ -61,11 +61,12 @@ func generateInProcess(t *testing.T, param string, files ...*descriptorpb.FileDe
 	for _, f := range files {
 		req.FileToGenerate = append(req.FileToGenerate, f.GetName())
 	}
-	gen, err := options().New(req)
+	var cfg config
+	gen, err := options(&cfg).New(req)
 	if err != nil {
 		return &pluginpb.CodeGeneratorResponse{Error: proto.String(err.Error())}
 	}
-	if err := generate(gen); err != nil {
+	if err := generate(gen, cfg); err != nil {
 		gen.Error(err)
 	}
 	return gen.Response()
@@ -145,8 +146,10 @@ func TestNames(t *testing.T) {
 		t.Errorf("file name %q", name)
 	}
 	got := strings.Join(declared(t, src), " ")
-	want := "GreeterERPCClient GreeterERPCServer GreeterERPC_SayBye_FullMethodName GreeterERPC_SayHello_FullMethodName " +
-		"NewGreeterERPCClient RegisterGreeterERPCServer UnimplementedGreeterERPCServer greeterERPCClient"
+	want := "GreeterERPCClient GreeterERPCServer GreeterERPC_ChatClient GreeterERPC_ChatServer GreeterERPC_Chat_FullMethodName " +
+		"GreeterERPC_SayBye_FullMethodName GreeterERPC_SayHello_FullMethodName " +
+		"NewGreeterERPCClient RegisterGreeterERPCServer UnimplementedGreeterERPCServer greeterERPCClient " +
+		"greeterERPCClientStream greeterERPCServerStream"
 	if got != want {
 		t.Errorf("declared:\n  %s\nwant\n  %s", got, want)
 	}
@@ -164,33 +167,37 @@ func TestNames(t *testing.T) {
 		`SayHello(context.Context, *Req) (*Resp, error)`,
 		`Msg: "method /greet.v1.Greeter/SayHello not implemented"`,
 		`func RegisterGreeterERPCServer(srv *erpc.Server, impl GreeterERPCServer, opts ...erpc.HandlerOption) error {`,
-		`_ "github.com/erpc-go/erpc/codec/protocodec"`,
-		`streaming methods (Chat) are not generated`,
+		`Chat(ctx context.Context) (GreeterERPC_ChatClient, error)`,
+		`Chat(GreeterERPC_ChatServer) error`,
 	} {
 		if !strings.Contains(src, s) {
 			t.Errorf("generated code lacks %q:\n%s", s, src)
 		}
 	}
-	if strings.Contains(src, "Chat(") {
-		t.Errorf("a streaming method was generated:\n%s", src)
-	}
 }
 
+// TestStreamingOnlyService: a service of streaming methods only is
+// generated (it used to be skipped with a comment), and one without
+// methods gets a comment and no declarations.
 func TestStreamingOnlyService(t *testing.T) {
 	resp := generateInProcess(t, "", file("s.proto", "s.v1",
 		service("Watch", method{name: "Updates", in: ".s.v1.Req", out: ".s.v1.Resp", srvStrem: true}),
 		service("Empty")))
 	_, src := oneFile(t, resp)
-	if d := declared(t, src); len(d) != 0 {
-		t.Errorf("declared %v for services without unary methods", d)
+	got := strings.Join(declared(t, src), " ")
+	want := "NewWatchERPCClient RegisterWatchERPCServer UnimplementedWatchERPCServer WatchERPCClient WatchERPCServer " +
+		"WatchERPC_UpdatesClient WatchERPC_UpdatesServer WatchERPC_Updates_FullMethodName " +
+		"watchERPCClient watchERPCClientStream watchERPCServerStream"
+	if got != want {
+		t.Errorf("declared:\n  %s\nwant\n  %s", got, want)
 	}
-	for _, s := range []string{"s.v1.Watch has streaming methods only (Updates)", "s.v1.Empty has no methods"} {
+	for _, s := range []string{"Updates(*Req, WatchERPC_UpdatesServer) error", "s.v1.Empty has no methods"} {
 		if !strings.Contains(src, s) {
 			t.Errorf("generated code lacks %q:\n%s", s, src)
 		}
 	}
-	if strings.Contains(src, "import") {
-		t.Errorf("imports with nothing generated:\n%s", src)
+	if strings.Contains(src, "not generated") || strings.Contains(src, "streaming methods only") {
+		t.Errorf("says a method is not generated:\n%s", src)
 	}
 }
 

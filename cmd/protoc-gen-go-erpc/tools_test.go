@@ -213,21 +213,43 @@ func protoFiles(t *testing.T) (all []string, editions map[string]bool) {
 	return all, editions
 }
 
+// compatDir holds the test protos generated with grpc_compat=true.
+const compatDir = "erpctest/compat/"
+
 // runProtoc compiles files (relative to testdata/proto) into out with
-// protoc-gen-go, protoc-gen-go-erpc and, if grpc, protoc-gen-go-grpc.
+// protoc-gen-go, protoc-gen-go-erpc and, if grpc, protoc-gen-go-grpc: those
+// under compatDir with the erpc plug-in's grpc_compat=true, in a second run.
 func runProtoc(t *testing.T, protoc string, p plugins, out string, grpc bool, files []string) {
 	t.Helper()
-	args := []string{"-I", filepath.Join("testdata", "proto"),
-		"--plugin=protoc-gen-go=" + p.golang, "--go_out=" + out, "--go_opt=module=" + goModule,
-		"--plugin=protoc-gen-go-erpc=" + p.erpc, "--go-erpc_out=" + out, "--go-erpc_opt=module=" + goModule,
+	var native, compat []string
+	for _, f := range files {
+		if strings.HasPrefix(f, compatDir) {
+			compat = append(compat, f)
+		} else {
+			native = append(native, f)
+		}
 	}
-	if grpc {
-		args = append(args, "--plugin=protoc-gen-go-grpc="+p.grpc, "--go-grpc_out="+out, "--go-grpc_opt=module="+goModule)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := runCmd(ctx, ".", nil, protoc, append(args, files...)...); err != nil {
-		t.Fatal(err)
+	for i, files := range [][]string{native, compat} {
+		if len(files) == 0 {
+			continue
+		}
+		erpcOpt := "--go-erpc_opt=module=" + goModule
+		if i == 1 {
+			erpcOpt += ",grpc_compat=true"
+		}
+		args := []string{"-I", filepath.Join("testdata", "proto"),
+			"--plugin=protoc-gen-go=" + p.golang, "--go_out=" + out, "--go_opt=module=" + goModule,
+			"--plugin=protoc-gen-go-erpc=" + p.erpc, "--go-erpc_out=" + out, erpcOpt,
+		}
+		if grpc {
+			args = append(args, "--plugin=protoc-gen-go-grpc="+p.grpc, "--go-grpc_out="+out, "--go-grpc_opt=module="+goModule)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err := runCmd(ctx, ".", nil, protoc, append(args, files...)...)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -235,29 +257,36 @@ func runProtoc(t *testing.T, protoc string, p plugins, out string, grpc bool, fi
 // testdata/proto.
 func runBuf(t *testing.T, buf string, p plugins, out string, grpc bool) {
 	t.Helper()
+	input, err := filepath.Abs(filepath.Join("testdata", "proto"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compat := filepath.Join(input, filepath.FromSlash(strings.TrimSuffix(compatDir, "/")))
+	runBufOnce(t, buf, p, out, grpc, input, "", "--exclude-path", compat)
+	runBufOnce(t, buf, p, out, grpc, input, ",grpc_compat=true", "--path", compat)
+}
+
+func runBufOnce(t *testing.T, buf string, p plugins, out string, grpc bool, input, erpcOpt string, args ...string) {
+	t.Helper()
 	dir := t.TempDir()
 	var conf strings.Builder
 	conf.WriteString("version: v2\nplugins:\n")
-	plugin := func(bin string) {
-		fmt.Fprintf(&conf, "  - local: %s\n    out: %s\n    opt: module=%s\n", strconv.Quote(bin), strconv.Quote(out), goModule)
+	plugin := func(bin, opt string) {
+		fmt.Fprintf(&conf, "  - local: %s\n    out: %s\n    opt: module=%s%s\n", strconv.Quote(bin), strconv.Quote(out), goModule, opt)
 	}
-	plugin(p.golang)
-	plugin(p.erpc)
+	plugin(p.golang, "")
+	plugin(p.erpc, erpcOpt)
 	if grpc {
-		plugin(p.grpc)
+		plugin(p.grpc, "")
 	}
 	template := filepath.Join(dir, "buf.gen.yaml")
 	if err := os.WriteFile(template, []byte(conf.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	input, err := filepath.Abs(filepath.Join("testdata", "proto"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env := []string{"BUF_CACHE_DIR=" + filepath.Join(dir, "cache")}
-	if err := runCmd(ctx, dir, env, buf, "generate", input, "--template", template); err != nil {
+	if err := runCmd(ctx, dir, env, buf, append([]string{"generate", input, "--template", template}, args...)...); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -47,15 +47,7 @@ func Code(err error) codes.Code {
 // erpc.CodeOf and erpc.NotExecuted see what they saw without it.
 func ERPCClientInterceptor() erpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, resp any, s *erpc.Session, invoke erpc.UnaryInvoker) error {
-		err := invoke(ctx, method, req, resp)
-		var e *erpc.Error
-		if err == nil || !errors.As(err, &e) {
-			return err
-		}
-		if _, ok := status.FromError(err); ok {
-			return err // a status already
-		}
-		return &statusError{err: err, st: ToStatus(e)}
+		return StatusError(invoke(ctx, method, req, resp))
 	}
 }
 

@@ -94,7 +94,21 @@ func CallContext(ctx context.Context, opts ...grpc.CallOption) context.Context {
 		}
 		ctx = erpc.NewOutgoingContext(ctx, md)
 	}
-	var header, trailer *erpc.Metadata
+	header, trailer := callOptionMetadata(opts)
+	if header == nil && trailer == nil {
+		return ctx
+	}
+	for _, md := range []*erpc.Metadata{header, trailer} {
+		if md != nil {
+			*md = nil
+		}
+	}
+	return erpc.WithResponseMetadata(ctx, header, trailer)
+}
+
+// callOptionMetadata finds the grpc.Header and grpc.Trailer options'
+// metadata among opts.
+func callOptionMetadata(opts []grpc.CallOption) (header, trailer *erpc.Metadata) {
 	for _, o := range opts {
 		switch o := o.(type) {
 		case grpc.HeaderCallOption:
@@ -107,15 +121,7 @@ func CallContext(ctx context.Context, opts ...grpc.CallOption) context.Context {
 			trailer = (*erpc.Metadata)(o.TrailerAddr)
 		}
 	}
-	if header == nil && trailer == nil {
-		return ctx
-	}
-	for _, md := range []*erpc.Metadata{header, trailer} {
-		if md != nil {
-			*md = nil
-		}
-	}
-	return erpc.WithResponseMetadata(ctx, header, trailer)
+	return header, trailer
 }
 
 // ClientMetadata returns an erpc client interceptor that sends the

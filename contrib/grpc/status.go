@@ -48,6 +48,14 @@
 //	ctx = erpcgrpc.CallContext(ctx, grpc.Header(&header), grpc.Trailer(&trailer))
 //	reply, err := client.SayHello(ctx, req)
 //
+// Streams too: ServerStream adapts an erpc stream to grpc-go's generic
+// server stream interfaces (grpc.ServerStreamingServer[Res],
+// grpc.ClientStreamingServer[Req, Res], grpc.BidiStreamingServer[Req,
+// Res]), with grpc's metadata functions working on its context, and
+// OpenStream gives an erpc client gRPC's client stream shapes; what
+// protoc-gen-go-erpc generates with grpc_compat=true uses them, so one
+// implementation serves every method both ways.
+//
 // Import it under a name of its own beside gRPC's package:
 //
 //	import erpcgrpc "github.com/erpc-go/erpc/contrib/grpc"

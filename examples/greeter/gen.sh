@@ -4,7 +4,9 @@
 # cmd/protoc-gen-go-erpc pins) and protoc-gen-go-erpc, all built from this
 # tree. With an argument, it writes under that directory (as if it were this
 # module's root) instead of in place. ERPC_GEN_BIN may name a directory
-# holding the three plug-ins, built already.
+# holding the three plug-ins, built already. grpc_compat=true: the erpc
+# server interface's streaming methods take grpc-go's stream types, so one
+# Greeter serves both, and the erpc client is a greeterpb.GreeterClient.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -24,5 +26,5 @@ mkdir -p "$out"
 protoc -I "$here/proto" \
   --plugin=protoc-gen-go="$bin/protoc-gen-go" --go_out="$out" --go_opt=module=$mod \
   --plugin=protoc-gen-go-grpc="$bin/protoc-gen-go-grpc" --go-grpc_out="$out" --go-grpc_opt=module=$mod \
-  --plugin=protoc-gen-go-erpc="$bin/protoc-gen-go-erpc" --go-erpc_out="$out" --go-erpc_opt=module=$mod \
+  --plugin=protoc-gen-go-erpc="$bin/protoc-gen-go-erpc" --go-erpc_out="$out" --go-erpc_opt=module=$mod,grpc_compat=true \
   greeter/v1/greeter.proto

@@ -1,7 +1,10 @@
 // Command greeter serves one implementation of a protobuf service over gRPC
 // and erpc from one process: gRPC (TCP) for clients that only speak it, erpc
 // (UDP) for the fast path. The same Greeter value is registered on both
-// servers, and errors keep their codes on both (contrib/grpc).
+// servers, and errors keep their codes on both (contrib/grpc). Its
+// streaming methods (ListGreeted, server-streaming; Chat, bidirectional)
+// are written for gRPC's stream types and served both ways as well: the
+// erpc code is generated with grpc_compat=true.
 //
 //	greeter serve                        # gRPC on tcp 127.0.0.1:50051, erpc on udp 127.0.0.1:50051
 //	greeter hello -erpc 127.0.0.1:50051 Ada
@@ -189,22 +192,9 @@ func serve(grpcAddr, erpcAddr string, out io.Writer) error {
 	return err
 }
 
-// client is the greeter's client API, common to the two protocols.
-type client interface {
-	SayHello(context.Context, *greeterpb.HelloRequest) (*greeterpb.HelloReply, error)
-	LastGreeted(context.Context, *greeterpb.LastGreetedRequest) (*greeterpb.LastGreetedReply, error)
-}
-
-// grpcClient drops gRPC's call options, which erpc's client has not.
-type grpcClient struct{ c greeterpb.GreeterClient }
-
-func (g grpcClient) SayHello(ctx context.Context, in *greeterpb.HelloRequest) (*greeterpb.HelloReply, error) {
-	return g.c.SayHello(ctx, in)
-}
-
-func (g grpcClient) LastGreeted(ctx context.Context, in *greeterpb.LastGreetedRequest) (*greeterpb.LastGreetedReply, error) {
-	return g.c.LastGreeted(ctx, in)
-}
+// client is the greeter's client API, common to the two protocols: the
+// erpc client, generated with grpc_compat=true, is a GreeterClient too.
+type client = greeterpb.GreeterClient
 
 // dial returns a client over gRPC if grpcAddr is set, else over erpc.
 func dial(ctx context.Context, grpcAddr, erpcAddr string) (client, func(), error) {
@@ -213,7 +203,7 @@ func dial(ctx context.Context, grpcAddr, erpcAddr string) (client, func(), error
 		if err != nil {
 			return nil, nil, err
 		}
-		return grpcClient{greeterpb.NewGreeterClient(conn)}, func() { conn.Close() }, nil
+		return greeterpb.NewGreeterClient(conn), func() { conn.Close() }, nil
 	}
 	s, err := erpc.Dial(ctx, erpcAddr)
 	if err != nil {

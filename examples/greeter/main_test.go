@@ -152,7 +152,7 @@ func TestErrorsBothWays(t *testing.T) {
 // TestHello runs the client command's calls over each protocol.
 func TestHello(t *testing.T) {
 	_, g, e, _, _ := both(t)
-	for name, c := range map[string]client{"grpc": grpcClient{g}, "erpc": e} {
+	for name, c := range map[string]client{"grpc": g, "erpc": e} {
 		var out bytes.Buffer
 		if err := hello(ctx(t), c, "Ada", &out); err != nil {
 			t.Fatalf("%s: %v", name, err)

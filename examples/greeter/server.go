@@ -24,6 +24,10 @@ import (
 // statuses, LastGreeted *erpc.Errors. contrib/grpc's interceptors, one on
 // each server, make both reach callers of either protocol with their code,
 // message and details.
+//
+// Its streaming methods (streams.go) take grpc-go's stream types and use
+// grpc's metadata functions: the erpc code is generated with
+// grpc_compat=true, which adapts erpc's streams to them.
 type Greeter struct {
 	// By value: gRPC's server interface requires it (its must-embed
 	// method); erpc's requires nothing, and accepts it as it is.
@@ -52,7 +56,12 @@ func NewGreeter() *Greeter {
 
 // SayHello greets req's name and remembers it.
 func (g *Greeter) SayHello(ctx context.Context, req *greeterpb.HelloRequest) (*greeterpb.HelloReply, error) {
-	name := req.GetName()
+	return g.greet(req.GetName())
+}
+
+// greet greets name and remembers it; an empty name is InvalidArgument,
+// with a BadRequest detail.
+func (g *Greeter) greet(name string) (*greeterpb.HelloReply, error) {
 	if name == "" {
 		st, err := status.New(codes.InvalidArgument, "say hello to whom? the name is empty").WithDetails(
 			&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{

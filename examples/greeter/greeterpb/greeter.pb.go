@@ -22,6 +22,50 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ListGreetedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prefix        string                 `protobuf:"bytes,1,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGreetedRequest) Reset() {
+	*x = ListGreetedRequest{}
+	mi := &file_greeter_v1_greeter_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGreetedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGreetedRequest) ProtoMessage() {}
+
+func (x *ListGreetedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_greeter_v1_greeter_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGreetedRequest.ProtoReflect.Descriptor instead.
+func (*ListGreetedRequest) Descriptor() ([]byte, []int) {
+	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListGreetedRequest) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
 type HelloRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -31,7 +75,7 @@ type HelloRequest struct {
 
 func (x *HelloRequest) Reset() {
 	*x = HelloRequest{}
-	mi := &file_greeter_v1_greeter_proto_msgTypes[0]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +87,7 @@ func (x *HelloRequest) String() string {
 func (*HelloRequest) ProtoMessage() {}
 
 func (x *HelloRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_greeter_v1_greeter_proto_msgTypes[0]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +100,7 @@ func (x *HelloRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloRequest.ProtoReflect.Descriptor instead.
 func (*HelloRequest) Descriptor() ([]byte, []int) {
-	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{0}
+	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *HelloRequest) GetName() string {
@@ -75,7 +119,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_greeter_v1_greeter_proto_msgTypes[1]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -87,7 +131,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_greeter_v1_greeter_proto_msgTypes[1]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -100,7 +144,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{1}
+	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *HelloReply) GetMessage() string {
@@ -119,7 +163,7 @@ type LastGreetedRequest struct {
 
 func (x *LastGreetedRequest) Reset() {
 	*x = LastGreetedRequest{}
-	mi := &file_greeter_v1_greeter_proto_msgTypes[2]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -131,7 +175,7 @@ func (x *LastGreetedRequest) String() string {
 func (*LastGreetedRequest) ProtoMessage() {}
 
 func (x *LastGreetedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_greeter_v1_greeter_proto_msgTypes[2]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -144,7 +188,7 @@ func (x *LastGreetedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastGreetedRequest.ProtoReflect.Descriptor instead.
 func (*LastGreetedRequest) Descriptor() ([]byte, []int) {
-	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{2}
+	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *LastGreetedRequest) GetName() string {
@@ -164,7 +208,7 @@ type LastGreetedReply struct {
 
 func (x *LastGreetedReply) Reset() {
 	*x = LastGreetedReply{}
-	mi := &file_greeter_v1_greeter_proto_msgTypes[3]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -176,7 +220,7 @@ func (x *LastGreetedReply) String() string {
 func (*LastGreetedReply) ProtoMessage() {}
 
 func (x *LastGreetedReply) ProtoReflect() protoreflect.Message {
-	mi := &file_greeter_v1_greeter_proto_msgTypes[3]
+	mi := &file_greeter_v1_greeter_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -189,7 +233,7 @@ func (x *LastGreetedReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LastGreetedReply.ProtoReflect.Descriptor instead.
 func (*LastGreetedReply) Descriptor() ([]byte, []int) {
-	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{3}
+	return file_greeter_v1_greeter_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *LastGreetedReply) GetAt() *timestamppb.Timestamp {
@@ -211,7 +255,9 @@ var File_greeter_v1_greeter_proto protoreflect.FileDescriptor
 const file_greeter_v1_greeter_proto_rawDesc = "" +
 	"\n" +
 	"\x18greeter/v1/greeter.proto\x12\n" +
-	"greeter.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\"\n" +
+	"greeter.v1\x1a\x1fgoogle/protobuf/timestamp.proto\",\n" +
+	"\x12ListGreetedRequest\x12\x16\n" +
+	"\x06prefix\x18\x01 \x01(\tR\x06prefix\"\"\n" +
 	"\fHelloRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"&\n" +
 	"\n" +
@@ -221,10 +267,12 @@ const file_greeter_v1_greeter_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"T\n" +
 	"\x10LastGreetedReply\x12*\n" +
 	"\x02at\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x02at\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x03R\x05count2\x94\x01\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count2\x9b\x02\n" +
 	"\aGreeter\x12<\n" +
 	"\bSayHello\x12\x18.greeter.v1.HelloRequest\x1a\x16.greeter.v1.HelloReply\x12K\n" +
-	"\vLastGreeted\x12\x1e.greeter.v1.LastGreetedRequest\x1a\x1c.greeter.v1.LastGreetedReplyB4Z2github.com/erpc-go/erpc/examples/greeter/greeterpbb\x06proto3"
+	"\vLastGreeted\x12\x1e.greeter.v1.LastGreetedRequest\x1a\x1c.greeter.v1.LastGreetedReply\x12G\n" +
+	"\vListGreeted\x12\x1e.greeter.v1.ListGreetedRequest\x1a\x16.greeter.v1.HelloReply0\x01\x12<\n" +
+	"\x04Chat\x12\x18.greeter.v1.HelloRequest\x1a\x16.greeter.v1.HelloReply(\x010\x01B4Z2github.com/erpc-go/erpc/examples/greeter/greeterpbb\x06proto3"
 
 var (
 	file_greeter_v1_greeter_proto_rawDescOnce sync.Once
@@ -238,22 +286,27 @@ func file_greeter_v1_greeter_proto_rawDescGZIP() []byte {
 	return file_greeter_v1_greeter_proto_rawDescData
 }
 
-var file_greeter_v1_greeter_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_greeter_v1_greeter_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_greeter_v1_greeter_proto_goTypes = []any{
-	(*HelloRequest)(nil),          // 0: greeter.v1.HelloRequest
-	(*HelloReply)(nil),            // 1: greeter.v1.HelloReply
-	(*LastGreetedRequest)(nil),    // 2: greeter.v1.LastGreetedRequest
-	(*LastGreetedReply)(nil),      // 3: greeter.v1.LastGreetedReply
-	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*ListGreetedRequest)(nil),    // 0: greeter.v1.ListGreetedRequest
+	(*HelloRequest)(nil),          // 1: greeter.v1.HelloRequest
+	(*HelloReply)(nil),            // 2: greeter.v1.HelloReply
+	(*LastGreetedRequest)(nil),    // 3: greeter.v1.LastGreetedRequest
+	(*LastGreetedReply)(nil),      // 4: greeter.v1.LastGreetedReply
+	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
 }
 var file_greeter_v1_greeter_proto_depIdxs = []int32{
-	4, // 0: greeter.v1.LastGreetedReply.at:type_name -> google.protobuf.Timestamp
-	0, // 1: greeter.v1.Greeter.SayHello:input_type -> greeter.v1.HelloRequest
-	2, // 2: greeter.v1.Greeter.LastGreeted:input_type -> greeter.v1.LastGreetedRequest
-	1, // 3: greeter.v1.Greeter.SayHello:output_type -> greeter.v1.HelloReply
-	3, // 4: greeter.v1.Greeter.LastGreeted:output_type -> greeter.v1.LastGreetedReply
-	3, // [3:5] is the sub-list for method output_type
-	1, // [1:3] is the sub-list for method input_type
+	5, // 0: greeter.v1.LastGreetedReply.at:type_name -> google.protobuf.Timestamp
+	1, // 1: greeter.v1.Greeter.SayHello:input_type -> greeter.v1.HelloRequest
+	3, // 2: greeter.v1.Greeter.LastGreeted:input_type -> greeter.v1.LastGreetedRequest
+	0, // 3: greeter.v1.Greeter.ListGreeted:input_type -> greeter.v1.ListGreetedRequest
+	1, // 4: greeter.v1.Greeter.Chat:input_type -> greeter.v1.HelloRequest
+	2, // 5: greeter.v1.Greeter.SayHello:output_type -> greeter.v1.HelloReply
+	4, // 6: greeter.v1.Greeter.LastGreeted:output_type -> greeter.v1.LastGreetedReply
+	2, // 7: greeter.v1.Greeter.ListGreeted:output_type -> greeter.v1.HelloReply
+	2, // 8: greeter.v1.Greeter.Chat:output_type -> greeter.v1.HelloReply
+	5, // [5:9] is the sub-list for method output_type
+	1, // [1:5] is the sub-list for method input_type
 	1, // [1:1] is the sub-list for extension type_name
 	1, // [1:1] is the sub-list for extension extendee
 	0, // [0:1] is the sub-list for field type_name
@@ -270,7 +323,7 @@ func file_greeter_v1_greeter_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_greeter_v1_greeter_proto_rawDesc), len(file_greeter_v1_greeter_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -9,25 +9,45 @@ import (
 	context "context"
 	erpc "github.com/erpc-go/erpc"
 	_ "github.com/erpc-go/erpc/codec/protocodec"
+	grpc1 "github.com/erpc-go/erpc/contrib/grpc"
+	grpc "google.golang.org/grpc"
 )
 
 // The names of greeter.v1.Greeter's methods on the wire, as gRPC names them.
 const (
 	GreeterERPC_SayHello_FullMethodName    = "/greeter.v1.Greeter/SayHello"
 	GreeterERPC_LastGreeted_FullMethodName = "/greeter.v1.Greeter/LastGreeted"
+	GreeterERPC_ListGreeted_FullMethodName = "/greeter.v1.Greeter/ListGreeted"
+	GreeterERPC_Chat_FullMethodName        = "/greeter.v1.Greeter/Chat"
 )
 
 // GreeterERPCClient is the client API of greeter.v1.Greeter over erpc.
+// Its methods are protoc-gen-go-grpc's client methods: it is a
+// GreeterClient too. Of the call options, grpc.Header and grpc.Trailer
+// receive the answer's metadata and the others are ignored; errors
+// carry their gRPC status (status.FromError) and unwrap to *erpc.Error.
 //
 // Greeter greets people and remembers when it last greeted each.
 type GreeterERPCClient interface {
 	// SayHello greets the person the request names. An empty name fails
 	// with InvalidArgument, with a google.rpc.BadRequest detail.
-	SayHello(ctx context.Context, in *HelloRequest) (*HelloReply, error)
+	SayHello(ctx context.Context, in *HelloRequest, opts ...grpc.CallOption) (*HelloReply, error)
 
 	// LastGreeted tells when SayHello last greeted a name, and how many
 	// times it has. A name never greeted fails with NotFound.
-	LastGreeted(ctx context.Context, in *LastGreetedRequest) (*LastGreetedReply, error)
+	LastGreeted(ctx context.Context, in *LastGreetedRequest, opts ...grpc.CallOption) (*LastGreetedReply, error)
+
+	// ListGreeted streams one reply per name greeted so far whose name
+	// starts with the prefix, in name order. Its header "greeter-names"
+	// says how many names the greeter knows, its trailer "greeter-listed"
+	// how many it sent; none fails with NotFound after the trailer.
+	ListGreeted(ctx context.Context, in *ListGreetedRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HelloReply], error)
+
+	// Chat greets each name as it arrives, as SayHello does. Its header
+	// "greeter-client" echoes the caller's "client" metadata, its trailer
+	// "greeter-greeted" counts the greetings; an empty name ends the chat
+	// with InvalidArgument.
+	Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HelloRequest, HelloReply], error)
 }
 
 type greeterERPCClient struct {
@@ -40,12 +60,30 @@ func NewGreeterERPCClient(s *erpc.Session) GreeterERPCClient {
 	return greeterERPCClient{s}
 }
 
-func (c greeterERPCClient) SayHello(ctx context.Context, in *HelloRequest) (*HelloReply, error) {
-	return erpc.Invoke[HelloReply](ctx, c.s, GreeterERPC_SayHello_FullMethodName, in)
+func (c greeterERPCClient) SayHello(ctx context.Context, in *HelloRequest, opts ...grpc.CallOption) (*HelloReply, error) {
+	out, err := erpc.Invoke[HelloReply](grpc1.CallContext(ctx, opts...), c.s, GreeterERPC_SayHello_FullMethodName, in)
+	return out, grpc1.StatusError(err)
 }
 
-func (c greeterERPCClient) LastGreeted(ctx context.Context, in *LastGreetedRequest) (*LastGreetedReply, error) {
-	return erpc.Invoke[LastGreetedReply](ctx, c.s, GreeterERPC_LastGreeted_FullMethodName, in)
+func (c greeterERPCClient) LastGreeted(ctx context.Context, in *LastGreetedRequest, opts ...grpc.CallOption) (*LastGreetedReply, error) {
+	out, err := erpc.Invoke[LastGreetedReply](grpc1.CallContext(ctx, opts...), c.s, GreeterERPC_LastGreeted_FullMethodName, in)
+	return out, grpc1.StatusError(err)
+}
+
+func (c greeterERPCClient) ListGreeted(ctx context.Context, in *ListGreetedRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HelloReply], error) {
+	st, err := grpc1.OpenServerStream[ListGreetedRequest, HelloReply](ctx, c.s, GreeterERPC_ListGreeted_FullMethodName, in, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (c greeterERPCClient) Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HelloRequest, HelloReply], error) {
+	st, err := grpc1.OpenStream[HelloRequest, HelloReply](ctx, c.s, GreeterERPC_Chat_FullMethodName, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // GreeterERPCServer is the server API of greeter.v1.Greeter over erpc.
@@ -64,6 +102,18 @@ type GreeterERPCServer interface {
 	// LastGreeted tells when SayHello last greeted a name, and how many
 	// times it has. A name never greeted fails with NotFound.
 	LastGreeted(context.Context, *LastGreetedRequest) (*LastGreetedReply, error)
+
+	// ListGreeted streams one reply per name greeted so far whose name
+	// starts with the prefix, in name order. Its header "greeter-names"
+	// says how many names the greeter knows, its trailer "greeter-listed"
+	// how many it sent; none fails with NotFound after the trailer.
+	ListGreeted(*ListGreetedRequest, grpc.ServerStreamingServer[HelloReply]) error
+
+	// Chat greets each name as it arrives, as SayHello does. Its header
+	// "greeter-client" echoes the caller's "client" metadata, its trailer
+	// "greeter-greeted" counts the greetings; an empty name ends the chat
+	// with InvalidArgument.
+	Chat(grpc.BidiStreamingServer[HelloRequest, HelloReply]) error
 }
 
 // UnimplementedGreeterERPCServer answers every method with the code
@@ -78,19 +128,47 @@ func (UnimplementedGreeterERPCServer) LastGreeted(context.Context, *LastGreetedR
 	return nil, &erpc.Error{Code: erpc.Unimplemented, Msg: "method /greeter.v1.Greeter/LastGreeted not implemented"}
 }
 
+func (UnimplementedGreeterERPCServer) ListGreeted(*ListGreetedRequest, grpc.ServerStreamingServer[HelloReply]) error {
+	return &erpc.Error{Code: erpc.Unimplemented, Msg: "method /greeter.v1.Greeter/ListGreeted not implemented"}
+}
+
+func (UnimplementedGreeterERPCServer) Chat(grpc.BidiStreamingServer[HelloRequest, HelloReply]) error {
+	return &erpc.Error{Code: erpc.Unimplemented, Msg: "method /greeter.v1.Greeter/Chat not implemented"}
+}
+
 // RegisterGreeterERPCServer registers impl's methods on srv under their
-// full method names. opts apply to every method: erpc.Background() for methods
-// that block. It fails if srv already serves, or already has one of the names
-// or a name with the same ID on the wire (a hash collision); the methods
-// registered before the failure stay registered.
+// full method names. opts apply to every unary method: erpc.Background() for
+// methods that block. Streaming methods run on a goroutine of their own
+// per stream. It fails if srv already serves, or already has one of the
+// names or a name with the same ID on the wire (a hash collision); the
+// methods registered before the failure stay registered.
+//
+// impl's methods see their calls as gRPC's do: metadata.FromIncomingContext
+// gives the caller's metadata, and grpc.SetHeader, grpc.SendHeader and
+// grpc.SetTrailer on the method's (or stream's) context set the response's
+// headers and trailers (see contrib/grpc's ServerContext and ServerStream).
 func RegisterGreeterERPCServer(srv *erpc.Server, impl GreeterERPCServer, opts ...erpc.HandlerOption) error {
 	if impl == nil {
 		return &erpc.Error{Code: erpc.InvalidArgument, Msg: "register greeter.v1.Greeter: nil implementation"}
 	}
-	if err := erpc.Register(srv, GreeterERPC_SayHello_FullMethodName, impl.SayHello, opts...); err != nil {
+	if err := erpc.Register(srv, GreeterERPC_SayHello_FullMethodName, func(ctx context.Context, in *HelloRequest) (*HelloReply, error) {
+		return impl.SayHello(grpc1.ServerContext(ctx, GreeterERPC_SayHello_FullMethodName), in)
+	}, opts...); err != nil {
 		return err
 	}
-	if err := erpc.Register(srv, GreeterERPC_LastGreeted_FullMethodName, impl.LastGreeted, opts...); err != nil {
+	if err := erpc.Register(srv, GreeterERPC_LastGreeted_FullMethodName, func(ctx context.Context, in *LastGreetedRequest) (*LastGreetedReply, error) {
+		return impl.LastGreeted(grpc1.ServerContext(ctx, GreeterERPC_LastGreeted_FullMethodName), in)
+	}, opts...); err != nil {
+		return err
+	}
+	if err := srv.HandleStream(GreeterERPC_ListGreeted_FullMethodName, func(s erpc.ServerStream) error {
+		return grpc1.ServeServerStream[ListGreetedRequest, HelloReply](s, impl.ListGreeted)
+	}); err != nil {
+		return err
+	}
+	if err := srv.HandleStream(GreeterERPC_Chat_FullMethodName, func(s erpc.ServerStream) error {
+		return impl.Chat(grpc1.NewServerStream[HelloRequest, HelloReply](s))
+	}); err != nil {
 		return err
 	}
 	return nil

@@ -21,6 +21,8 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Greeter_SayHello_FullMethodName    = "/greeter.v1.Greeter/SayHello"
 	Greeter_LastGreeted_FullMethodName = "/greeter.v1.Greeter/LastGreeted"
+	Greeter_ListGreeted_FullMethodName = "/greeter.v1.Greeter/ListGreeted"
+	Greeter_Chat_FullMethodName        = "/greeter.v1.Greeter/Chat"
 )
 
 // GreeterClient is the client API for Greeter service.
@@ -35,6 +37,16 @@ type GreeterClient interface {
 	// LastGreeted tells when SayHello last greeted a name, and how many
 	// times it has. A name never greeted fails with NotFound.
 	LastGreeted(ctx context.Context, in *LastGreetedRequest, opts ...grpc.CallOption) (*LastGreetedReply, error)
+	// ListGreeted streams one reply per name greeted so far whose name
+	// starts with the prefix, in name order. Its header "greeter-names"
+	// says how many names the greeter knows, its trailer "greeter-listed"
+	// how many it sent; none fails with NotFound after the trailer.
+	ListGreeted(ctx context.Context, in *ListGreetedRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HelloReply], error)
+	// Chat greets each name as it arrives, as SayHello does. Its header
+	// "greeter-client" echoes the caller's "client" metadata, its trailer
+	// "greeter-greeted" counts the greetings; an empty name ends the chat
+	// with InvalidArgument.
+	Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HelloRequest, HelloReply], error)
 }
 
 type greeterClient struct {
@@ -65,6 +77,38 @@ func (c *greeterClient) LastGreeted(ctx context.Context, in *LastGreetedRequest,
 	return out, nil
 }
 
+func (c *greeterClient) ListGreeted(ctx context.Context, in *ListGreetedRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[HelloReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Greeter_ServiceDesc.Streams[0], Greeter_ListGreeted_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ListGreetedRequest, HelloReply]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Greeter_ListGreetedClient = grpc.ServerStreamingClient[HelloReply]
+
+func (c *greeterClient) Chat(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[HelloRequest, HelloReply], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Greeter_ServiceDesc.Streams[1], Greeter_Chat_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[HelloRequest, HelloReply]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Greeter_ChatClient = grpc.BidiStreamingClient[HelloRequest, HelloReply]
+
 // GreeterServer is the server API for Greeter service.
 // All implementations must embed UnimplementedGreeterServer
 // for forward compatibility.
@@ -77,6 +121,16 @@ type GreeterServer interface {
 	// LastGreeted tells when SayHello last greeted a name, and how many
 	// times it has. A name never greeted fails with NotFound.
 	LastGreeted(context.Context, *LastGreetedRequest) (*LastGreetedReply, error)
+	// ListGreeted streams one reply per name greeted so far whose name
+	// starts with the prefix, in name order. Its header "greeter-names"
+	// says how many names the greeter knows, its trailer "greeter-listed"
+	// how many it sent; none fails with NotFound after the trailer.
+	ListGreeted(*ListGreetedRequest, grpc.ServerStreamingServer[HelloReply]) error
+	// Chat greets each name as it arrives, as SayHello does. Its header
+	// "greeter-client" echoes the caller's "client" metadata, its trailer
+	// "greeter-greeted" counts the greetings; an empty name ends the chat
+	// with InvalidArgument.
+	Chat(grpc.BidiStreamingServer[HelloRequest, HelloReply]) error
 	mustEmbedUnimplementedGreeterServer()
 }
 
@@ -92,6 +146,12 @@ func (UnimplementedGreeterServer) SayHello(context.Context, *HelloRequest) (*Hel
 }
 func (UnimplementedGreeterServer) LastGreeted(context.Context, *LastGreetedRequest) (*LastGreetedReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method LastGreeted not implemented")
+}
+func (UnimplementedGreeterServer) ListGreeted(*ListGreetedRequest, grpc.ServerStreamingServer[HelloReply]) error {
+	return status.Error(codes.Unimplemented, "method ListGreeted not implemented")
+}
+func (UnimplementedGreeterServer) Chat(grpc.BidiStreamingServer[HelloRequest, HelloReply]) error {
+	return status.Error(codes.Unimplemented, "method Chat not implemented")
 }
 func (UnimplementedGreeterServer) mustEmbedUnimplementedGreeterServer() {}
 func (UnimplementedGreeterServer) testEmbeddedByValue()                 {}
@@ -150,6 +210,24 @@ func _Greeter_LastGreeted_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Greeter_ListGreeted_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(ListGreetedRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(GreeterServer).ListGreeted(m, &grpc.GenericServerStream[ListGreetedRequest, HelloReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Greeter_ListGreetedServer = grpc.ServerStreamingServer[HelloReply]
+
+func _Greeter_Chat_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(GreeterServer).Chat(&grpc.GenericServerStream[HelloRequest, HelloReply]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Greeter_ChatServer = grpc.BidiStreamingServer[HelloRequest, HelloReply]
+
 // Greeter_ServiceDesc is the grpc.ServiceDesc for Greeter service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -166,6 +244,18 @@ var Greeter_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Greeter_LastGreeted_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "ListGreeted",
+			Handler:       _Greeter_ListGreeted_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Chat",
+			Handler:       _Greeter_Chat_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "greeter/v1/greeter.proto",
 }

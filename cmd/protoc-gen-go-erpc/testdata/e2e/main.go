@@ -40,6 +40,9 @@ var (
 		},
 		func(srv *erpc.Server) error { return shopv1.RegisterCartERPCServer(srv, &cart{}) },
 		func(srv *erpc.Server) error { return streamv1.RegisterMixedERPCServer(srv, mixed{}) },
+		func(srv *erpc.Server) error {
+			return streamv1.RegisterStreamsERPCServer(srv, streamv1.UnimplementedStreamsERPCServer{})
+		},
 		func(srv *erpc.Server) error { return legacyv1.RegisterLegacyERPCServer(srv, legacy{}) },
 	}
 	checks []check

@@ -8,23 +8,30 @@ package streamv1
 import (
 	context "context"
 	erpc "github.com/erpc-go/erpc"
-	_ "github.com/erpc-go/erpc/codec/protocodec"
+	protocodec "github.com/erpc-go/erpc/codec/protocodec"
+	io "io"
 )
 
 // The names of erpctest.stream.v1.Mixed's methods on the wire, as gRPC names them.
 const (
-	MixedERPC_Unary_FullMethodName = "/erpctest.stream.v1.Mixed/Unary"
-	MixedERPC_Old_FullMethodName   = "/erpctest.stream.v1.Mixed/Old"
+	MixedERPC_Unary_FullMethodName        = "/erpctest.stream.v1.Mixed/Unary"
+	MixedERPC_ServerStream_FullMethodName = "/erpctest.stream.v1.Mixed/ServerStream"
+	MixedERPC_ClientStream_FullMethodName = "/erpctest.stream.v1.Mixed/ClientStream"
+	MixedERPC_Bidi_FullMethodName         = "/erpctest.stream.v1.Mixed/Bidi"
+	MixedERPC_Old_FullMethodName          = "/erpctest.stream.v1.Mixed/Old"
 )
-
-// erpctest.stream.v1.Mixed's streaming methods (ServerStream, ClientStream, Bidi) are not generated:
-// erpc serves unary calls only.
 
 // MixedERPCClient is the client API of erpctest.stream.v1.Mixed over erpc.
 //
-// Mixed has unary and streaming methods: only the unary ones are generated.
+// Mixed has unary methods and one streaming method of each shape.
 type MixedERPCClient interface {
 	Unary(ctx context.Context, in *Chunk) (*Chunk, error)
+
+	ServerStream(ctx context.Context, in *Chunk) (MixedERPC_ServerStreamClient, error)
+
+	ClientStream(ctx context.Context) (MixedERPC_ClientStreamClient, error)
+
+	Bidi(ctx context.Context) (MixedERPC_BidiClient, error)
 
 	// Old is on its way out.
 	//
@@ -46,20 +53,61 @@ func (c mixedERPCClient) Unary(ctx context.Context, in *Chunk) (*Chunk, error) {
 	return erpc.Invoke[Chunk](ctx, c.s, MixedERPC_Unary_FullMethodName, in)
 }
 
+func (c mixedERPCClient) ServerStream(ctx context.Context, in *Chunk) (MixedERPC_ServerStreamClient, error) {
+	st, err := c.s.NewStream(ctx, MixedERPC_ServerStream_FullMethodName)
+	if err != nil {
+		return nil, err
+	}
+	cs := mixedERPCClientStream[Chunk, Chunk]{st}
+	// io.EOF: the handler has ended already; Recv gives its status.
+	if err := cs.Send(in); err != nil && err != io.EOF {
+		return nil, err
+	}
+	if err := st.CloseSend(); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+func (c mixedERPCClient) ClientStream(ctx context.Context) (MixedERPC_ClientStreamClient, error) {
+	st, err := c.s.NewStream(ctx, MixedERPC_ClientStream_FullMethodName)
+	if err != nil {
+		return nil, err
+	}
+	cs := mixedERPCClientStream[Chunk, Chunk]{st}
+	return cs, nil
+}
+
+func (c mixedERPCClient) Bidi(ctx context.Context) (MixedERPC_BidiClient, error) {
+	st, err := c.s.NewStream(ctx, MixedERPC_Bidi_FullMethodName)
+	if err != nil {
+		return nil, err
+	}
+	cs := mixedERPCClientStream[Chunk, Chunk]{st}
+	return cs, nil
+}
+
 func (c mixedERPCClient) Old(ctx context.Context, in *Chunk) (*Chunk, error) {
 	return erpc.Invoke[Chunk](ctx, c.s, MixedERPC_Old_FullMethodName, in)
 }
 
 // MixedERPCServer is the server API of erpctest.stream.v1.Mixed over erpc.
-// Its methods are the ones protoc-gen-go-grpc generates for gRPC, and it asks
-// for no unexported method: a type that serves gRPC serves erpc unchanged.
+// Its unary methods are the ones protoc-gen-go-grpc generates for gRPC; its
+// streaming ones take erpc's stream types (grpc_compat=true generates
+// gRPC's, for a type that serves both).
 // Embed UnimplementedMixedERPCServer, or gRPC's Unimplemented server
 // if the type serves both, by value (one of the two: methods left to both
 // are ambiguous), so that methods added to the service later have a default.
 //
-// Mixed has unary and streaming methods: only the unary ones are generated.
+// Mixed has unary methods and one streaming method of each shape.
 type MixedERPCServer interface {
 	Unary(context.Context, *Chunk) (*Chunk, error)
+
+	ServerStream(*Chunk, MixedERPC_ServerStreamServer) error
+
+	ClientStream(MixedERPC_ClientStreamServer) error
+
+	Bidi(MixedERPC_BidiServer) error
 
 	// Old is on its way out.
 	//
@@ -75,20 +123,56 @@ func (UnimplementedMixedERPCServer) Unary(context.Context, *Chunk) (*Chunk, erro
 	return nil, &erpc.Error{Code: erpc.Unimplemented, Msg: "method /erpctest.stream.v1.Mixed/Unary not implemented"}
 }
 
+func (UnimplementedMixedERPCServer) ServerStream(*Chunk, MixedERPC_ServerStreamServer) error {
+	return &erpc.Error{Code: erpc.Unimplemented, Msg: "method /erpctest.stream.v1.Mixed/ServerStream not implemented"}
+}
+
+func (UnimplementedMixedERPCServer) ClientStream(MixedERPC_ClientStreamServer) error {
+	return &erpc.Error{Code: erpc.Unimplemented, Msg: "method /erpctest.stream.v1.Mixed/ClientStream not implemented"}
+}
+
+func (UnimplementedMixedERPCServer) Bidi(MixedERPC_BidiServer) error {
+	return &erpc.Error{Code: erpc.Unimplemented, Msg: "method /erpctest.stream.v1.Mixed/Bidi not implemented"}
+}
+
 func (UnimplementedMixedERPCServer) Old(context.Context, *Chunk) (*Chunk, error) {
 	return nil, &erpc.Error{Code: erpc.Unimplemented, Msg: "method /erpctest.stream.v1.Mixed/Old not implemented"}
 }
 
 // RegisterMixedERPCServer registers impl's methods on srv under their
-// full method names. opts apply to every method: erpc.Background() for methods
-// that block. It fails if srv already serves, or already has one of the names
-// or a name with the same ID on the wire (a hash collision); the methods
-// registered before the failure stay registered.
+// full method names. opts apply to every unary method: erpc.Background() for
+// methods that block. Streaming methods run on a goroutine of their own
+// per stream. It fails if srv already serves, or already has one of the
+// names or a name with the same ID on the wire (a hash collision); the
+// methods registered before the failure stay registered.
 func RegisterMixedERPCServer(srv *erpc.Server, impl MixedERPCServer, opts ...erpc.HandlerOption) error {
 	if impl == nil {
 		return &erpc.Error{Code: erpc.InvalidArgument, Msg: "register erpctest.stream.v1.Mixed: nil implementation"}
 	}
 	if err := erpc.Register(srv, MixedERPC_Unary_FullMethodName, impl.Unary, opts...); err != nil {
+		return err
+	}
+	if err := srv.HandleStream(MixedERPC_ServerStream_FullMethodName, func(s erpc.ServerStream) error {
+		st := mixedERPCServerStream[Chunk, Chunk]{s}
+		in, err := st.Recv()
+		if err == io.EOF {
+			return &erpc.Error{Code: erpc.InvalidArgument, Msg: "/erpctest.stream.v1.Mixed/ServerStream: the client sent no request message"}
+		}
+		if err != nil {
+			return err
+		}
+		return impl.ServerStream(in, st)
+	}); err != nil {
+		return err
+	}
+	if err := srv.HandleStream(MixedERPC_ClientStream_FullMethodName, func(s erpc.ServerStream) error {
+		return impl.ClientStream(mixedERPCServerStream[Chunk, Chunk]{s})
+	}); err != nil {
+		return err
+	}
+	if err := srv.HandleStream(MixedERPC_Bidi_FullMethodName, func(s erpc.ServerStream) error {
+		return impl.Bidi(mixedERPCServerStream[Chunk, Chunk]{s})
+	}); err != nil {
 		return err
 	}
 	if err := erpc.Register(srv, MixedERPC_Old_FullMethodName, impl.Old, opts...); err != nil {
@@ -97,7 +181,326 @@ func RegisterMixedERPCServer(srv *erpc.Server, impl MixedERPCServer, opts ...erp
 	return nil
 }
 
-// erpctest.stream.v1.Streams has streaming methods only (Watch):
-// protoc-gen-go-erpc generates nothing for it, as erpc serves unary calls only.
+// MixedERPC_ServerStreamServer is ServerStream's stream as its handler sees it
+// (erpc.ServerStream, typed).
+type MixedERPC_ServerStreamServer interface {
+	// Send sends a response message.
+	Send(*Chunk) error
+	Context() context.Context
+	SetHeader(erpc.Metadata) error
+	SendHeader(erpc.Metadata) error
+	SetTrailer(erpc.Metadata)
+}
+
+// MixedERPC_ServerStreamClient is ServerStream's stream as its client sees it
+// (erpc.ClientStream, typed).
+type MixedERPC_ServerStreamClient interface {
+	// Recv returns the next response message: io.EOF when the handler
+	// returned nil and everything was read, its status error otherwise.
+	Recv() (*Chunk, error)
+	Context() context.Context
+	Header() (erpc.Metadata, error)
+	Trailer() erpc.Metadata
+}
+
+// MixedERPC_ClientStreamServer is ClientStream's stream as its handler sees it
+// (erpc.ServerStream, typed).
+type MixedERPC_ClientStreamServer interface {
+	// Recv returns the next request message; io.EOF once the client has
+	// closed its side.
+	Recv() (*Chunk, error)
+	// SendAndClose sends the response; the handler then returns nil.
+	SendAndClose(*Chunk) error
+	Context() context.Context
+	SetHeader(erpc.Metadata) error
+	SendHeader(erpc.Metadata) error
+	SetTrailer(erpc.Metadata)
+}
+
+// MixedERPC_ClientStreamClient is ClientStream's stream as its client sees it
+// (erpc.ClientStream, typed).
+type MixedERPC_ClientStreamClient interface {
+	// Send sends a request message; io.EOF if the handler has ended the
+	// stream (Recv then gives its status).
+	Send(*Chunk) error
+	// CloseAndRecv closes the client's side and returns the response.
+	CloseAndRecv() (*Chunk, error)
+	Context() context.Context
+	Header() (erpc.Metadata, error)
+	Trailer() erpc.Metadata
+}
+
+// MixedERPC_BidiServer is Bidi's stream as its handler sees it
+// (erpc.ServerStream, typed).
+type MixedERPC_BidiServer interface {
+	// Send sends a response message.
+	Send(*Chunk) error
+	// Recv returns the next request message; io.EOF once the client has
+	// closed its side.
+	Recv() (*Chunk, error)
+	Context() context.Context
+	SetHeader(erpc.Metadata) error
+	SendHeader(erpc.Metadata) error
+	SetTrailer(erpc.Metadata)
+}
+
+// MixedERPC_BidiClient is Bidi's stream as its client sees it
+// (erpc.ClientStream, typed).
+type MixedERPC_BidiClient interface {
+	// Send sends a request message; io.EOF if the handler has ended the
+	// stream (Recv then gives its status).
+	Send(*Chunk) error
+	// Recv returns the next response message: io.EOF when the handler
+	// returned nil and everything was read, its status error otherwise.
+	Recv() (*Chunk, error)
+	// CloseSend closes the client's side.
+	CloseSend() error
+	Context() context.Context
+	Header() (erpc.Metadata, error)
+	Trailer() erpc.Metadata
+}
+
+// mixedERPCServerStream types an erpc.ServerStream's messages.
+type mixedERPCServerStream[Req, Res any] struct{ erpc.ServerStream }
+
+func (s mixedERPCServerStream[Req, Res]) Send(m *Res) error {
+	b, err := (protocodec.Codec{}).Marshal(nil, m)
+	if err != nil {
+		return erpc.Errorf(erpc.Internal, "encode %T: %v", m, err)
+	}
+	return s.ServerStream.Send(b)
+}
+
+func (s mixedERPCServerStream[Req, Res]) SendAndClose(m *Res) error { return s.Send(m) }
+
+func (s mixedERPCServerStream[Req, Res]) Recv() (*Req, error) {
+	b, err := s.ServerStream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	m := new(Req)
+	if err := (protocodec.Codec{}).Unmarshal(b, m); err != nil {
+		return nil, erpc.Errorf(erpc.InvalidArgument, "decode %T: %v", m, err)
+	}
+	return m, nil
+}
+
+// mixedERPCClientStream types an erpc.ClientStream's messages.
+type mixedERPCClientStream[Req, Res any] struct{ erpc.ClientStream }
+
+func (c mixedERPCClientStream[Req, Res]) Send(m *Req) error {
+	b, err := (protocodec.Codec{}).Marshal(nil, m)
+	if err != nil {
+		return erpc.Errorf(erpc.Internal, "encode %T: %v", m, err)
+	}
+	return c.ClientStream.Send(b)
+}
+
+func (c mixedERPCClientStream[Req, Res]) Recv() (*Res, error) {
+	b, err := c.ClientStream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	m := new(Res)
+	if err := (protocodec.Codec{}).Unmarshal(b, m); err != nil {
+		return nil, erpc.Errorf(erpc.Internal, "decode %T: %v", m, err)
+	}
+	return m, nil
+}
+
+// CloseAndRecv reads the one response and the stream's end.
+func (c mixedERPCClientStream[Req, Res]) CloseAndRecv() (*Res, error) {
+	if err := c.CloseSend(); err != nil {
+		return nil, err
+	}
+	m, err := c.Recv()
+	if err == io.EOF {
+		return nil, erpc.Errorf(erpc.Internal, "%s: the stream ended without a response", c.Method())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.ClientStream.Recv(); err == nil {
+		return nil, erpc.Errorf(erpc.Internal, "%s: more than one response", c.Method())
+	} else if err != io.EOF {
+		return nil, err
+	}
+	return m, nil
+}
+
+// The names of erpctest.stream.v1.Streams's methods on the wire, as gRPC names them.
+const (
+	StreamsERPC_Watch_FullMethodName = "/erpctest.stream.v1.Streams/Watch"
+)
+
+// StreamsERPCClient is the client API of erpctest.stream.v1.Streams over erpc.
+//
+// Streams has streaming methods only.
+type StreamsERPCClient interface {
+	Watch(ctx context.Context, in *Chunk) (StreamsERPC_WatchClient, error)
+}
+
+type streamsERPCClient struct {
+	s *erpc.Session
+}
+
+// NewStreamsERPCClient returns a client of erpctest.stream.v1.Streams that
+// calls over s. A call's context deadline reaches the server's handler.
+func NewStreamsERPCClient(s *erpc.Session) StreamsERPCClient {
+	return streamsERPCClient{s}
+}
+
+func (c streamsERPCClient) Watch(ctx context.Context, in *Chunk) (StreamsERPC_WatchClient, error) {
+	st, err := c.s.NewStream(ctx, StreamsERPC_Watch_FullMethodName)
+	if err != nil {
+		return nil, err
+	}
+	cs := streamsERPCClientStream[Chunk, Chunk]{st}
+	// io.EOF: the handler has ended already; Recv gives its status.
+	if err := cs.Send(in); err != nil && err != io.EOF {
+		return nil, err
+	}
+	if err := st.CloseSend(); err != nil {
+		return nil, err
+	}
+	return cs, nil
+}
+
+// StreamsERPCServer is the server API of erpctest.stream.v1.Streams over erpc.
+// Its unary methods are the ones protoc-gen-go-grpc generates for gRPC; its
+// streaming ones take erpc's stream types (grpc_compat=true generates
+// gRPC's, for a type that serves both).
+// Embed UnimplementedStreamsERPCServer, or gRPC's Unimplemented server
+// if the type serves both, by value (one of the two: methods left to both
+// are ambiguous), so that methods added to the service later have a default.
+//
+// Streams has streaming methods only.
+type StreamsERPCServer interface {
+	Watch(*Chunk, StreamsERPC_WatchServer) error
+}
+
+// UnimplementedStreamsERPCServer answers every method with the code
+// Unimplemented. Embed it by value in the type that implements StreamsERPCServer.
+type UnimplementedStreamsERPCServer struct{}
+
+func (UnimplementedStreamsERPCServer) Watch(*Chunk, StreamsERPC_WatchServer) error {
+	return &erpc.Error{Code: erpc.Unimplemented, Msg: "method /erpctest.stream.v1.Streams/Watch not implemented"}
+}
+
+// RegisterStreamsERPCServer registers impl's methods on srv under their
+// full method names. opts apply to every unary method: erpc.Background() for
+// methods that block. Streaming methods run on a goroutine of their own
+// per stream. It fails if srv already serves, or already has one of the
+// names or a name with the same ID on the wire (a hash collision); the
+// methods registered before the failure stay registered.
+func RegisterStreamsERPCServer(srv *erpc.Server, impl StreamsERPCServer, opts ...erpc.HandlerOption) error {
+	if impl == nil {
+		return &erpc.Error{Code: erpc.InvalidArgument, Msg: "register erpctest.stream.v1.Streams: nil implementation"}
+	}
+	if err := srv.HandleStream(StreamsERPC_Watch_FullMethodName, func(s erpc.ServerStream) error {
+		st := streamsERPCServerStream[Chunk, Chunk]{s}
+		in, err := st.Recv()
+		if err == io.EOF {
+			return &erpc.Error{Code: erpc.InvalidArgument, Msg: "/erpctest.stream.v1.Streams/Watch: the client sent no request message"}
+		}
+		if err != nil {
+			return err
+		}
+		return impl.Watch(in, st)
+	}); err != nil {
+		return err
+	}
+	return nil
+}
+
+// StreamsERPC_WatchServer is Watch's stream as its handler sees it
+// (erpc.ServerStream, typed).
+type StreamsERPC_WatchServer interface {
+	// Send sends a response message.
+	Send(*Chunk) error
+	Context() context.Context
+	SetHeader(erpc.Metadata) error
+	SendHeader(erpc.Metadata) error
+	SetTrailer(erpc.Metadata)
+}
+
+// StreamsERPC_WatchClient is Watch's stream as its client sees it
+// (erpc.ClientStream, typed).
+type StreamsERPC_WatchClient interface {
+	// Recv returns the next response message: io.EOF when the handler
+	// returned nil and everything was read, its status error otherwise.
+	Recv() (*Chunk, error)
+	Context() context.Context
+	Header() (erpc.Metadata, error)
+	Trailer() erpc.Metadata
+}
+
+// streamsERPCServerStream types an erpc.ServerStream's messages.
+type streamsERPCServerStream[Req, Res any] struct{ erpc.ServerStream }
+
+func (s streamsERPCServerStream[Req, Res]) Send(m *Res) error {
+	b, err := (protocodec.Codec{}).Marshal(nil, m)
+	if err != nil {
+		return erpc.Errorf(erpc.Internal, "encode %T: %v", m, err)
+	}
+	return s.ServerStream.Send(b)
+}
+
+func (s streamsERPCServerStream[Req, Res]) SendAndClose(m *Res) error { return s.Send(m) }
+
+func (s streamsERPCServerStream[Req, Res]) Recv() (*Req, error) {
+	b, err := s.ServerStream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	m := new(Req)
+	if err := (protocodec.Codec{}).Unmarshal(b, m); err != nil {
+		return nil, erpc.Errorf(erpc.InvalidArgument, "decode %T: %v", m, err)
+	}
+	return m, nil
+}
+
+// streamsERPCClientStream types an erpc.ClientStream's messages.
+type streamsERPCClientStream[Req, Res any] struct{ erpc.ClientStream }
+
+func (c streamsERPCClientStream[Req, Res]) Send(m *Req) error {
+	b, err := (protocodec.Codec{}).Marshal(nil, m)
+	if err != nil {
+		return erpc.Errorf(erpc.Internal, "encode %T: %v", m, err)
+	}
+	return c.ClientStream.Send(b)
+}
+
+func (c streamsERPCClientStream[Req, Res]) Recv() (*Res, error) {
+	b, err := c.ClientStream.Recv()
+	if err != nil {
+		return nil, err
+	}
+	m := new(Res)
+	if err := (protocodec.Codec{}).Unmarshal(b, m); err != nil {
+		return nil, erpc.Errorf(erpc.Internal, "decode %T: %v", m, err)
+	}
+	return m, nil
+}
+
+// CloseAndRecv reads the one response and the stream's end.
+func (c streamsERPCClientStream[Req, Res]) CloseAndRecv() (*Res, error) {
+	if err := c.CloseSend(); err != nil {
+		return nil, err
+	}
+	m, err := c.Recv()
+	if err == io.EOF {
+		return nil, erpc.Errorf(erpc.Internal, "%s: the stream ended without a response", c.Method())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.ClientStream.Recv(); err == nil {
+		return nil, erpc.Errorf(erpc.Internal, "%s: more than one response", c.Method())
+	} else if err != io.EOF {
+		return nil, err
+	}
+	return m, nil
+}
 
 // erpctest.stream.v1.Nothing has no methods: protoc-gen-go-erpc generates nothing for it.
