@@ -120,7 +120,8 @@ func (c *cli) sendAll(m *reflection.Method, mc *msgCodec, st erpc.ClientStream, 
 	for n := 1; ; n++ {
 		js, err := next()
 		if errors.Is(err, io.EOF) {
-			return st.CloseSend()
+			st.CloseSend() // its only failure, a stream already over, is Recv's to tell
+			return nil
 		}
 		var b []byte
 		if err == nil {
