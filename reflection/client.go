@@ -47,7 +47,7 @@ func (c *Client) ListMethods(ctx context.Context) ([]erpc.MethodInfo, error) {
 	out := make([]erpc.MethodInfo, 0, len(resp.GetMethods()))
 	for _, m := range resp.GetMethods() {
 		out = append(out, erpc.MethodInfo{Name: m.GetName(), RequestType: m.GetRequestType(),
-			ResponseType: m.GetResponseType(), Codec: m.GetCodec(), Background: m.GetBackground()})
+			ResponseType: m.GetResponseType(), Codec: m.GetCodec(), Background: m.GetBackground(), Stream: m.GetStream()})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -160,7 +160,9 @@ func notFound(err error) error {
 type Method struct {
 	erpc.MethodInfo
 	// Request and Response are the message types of a method whose codec
-	// is "proto"; nil for other methods.
+	// is "proto", and of a stream whose Descriptor is known (its
+	// messages are protobuf's, as generated code sends them); nil for
+	// other methods.
 	Request, Response protoreflect.MessageDescriptor
 	// Descriptor is the method in its service's .proto file, for a
 	// method named "/package.Service/Method" whose service the server's
@@ -197,6 +199,9 @@ func (c *Client) Method(ctx context.Context, name string) (*Method, error) {
 		d, err := c.FindSymbol(ctx, svc)
 		if sd, isSvc := d.(protoreflect.ServiceDescriptor); err == nil && isSvc {
 			m.Descriptor = sd.Methods().ByName(protoreflect.Name(meth))
+			if m.Stream && m.Descriptor != nil && m.Request == nil {
+				m.Request, m.Response = m.Descriptor.Input(), m.Descriptor.Output()
+			}
 		} else if err != nil && erpc.CodeOf(err) != erpc.NotFound {
 			return nil, err
 		}

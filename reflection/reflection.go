@@ -17,7 +17,9 @@
 //
 // A Client reads it: it lists the methods and fetches the descriptors of
 // their message types, from which dynamicpb builds messages and protojson
-// reads and writes them (see Client.Method).
+// reads and writes them (see Client.Method). A stream (Server.HandleStream)
+// is listed with Stream set and no types: its message types, and which
+// sides stream, come from its service's descriptor.
 //
 // The service is erpc.reflection.v1.Reflection (see reflectionpb); its
 // methods run on worker goroutines (erpc.Background), off the event loop.
@@ -77,7 +79,7 @@ func (s *Server) ListMethods(context.Context, *reflectionpb.ListMethodsRequest) 
 	for _, m := range infos {
 		out.Methods = append(out.Methods, &reflectionpb.Method{
 			Name: m.Name, RequestType: m.RequestType, ResponseType: m.ResponseType,
-			Codec: m.Codec, Background: m.Background,
+			Codec: m.Codec, Background: m.Background, Stream: m.Stream,
 		})
 	}
 	return out, nil

@@ -78,10 +78,19 @@ func (inv invocation) formerOrderNote() string {
 		inv.target, inv.command)
 }
 
-// requestBytes reads the call's request: -d's (JSON text, @ for standard
-// input, @FILE for a file) or the former order's argument (JSON text,
-// @FILE, or - for standard input); {} without either.
-func requestBytes(cfg *config, inv invocation, stdin io.Reader) ([]byte, error) {
+// requestSource is where a call's request comes from: -d's text (or the
+// former order's argument), standard input (-d @) or a file (-d @FILE).
+type requestSource struct {
+	text  string    // the request, when it is given on the command line
+	file  string    // the file to read it from, if any
+	stdin io.Reader // standard input, if the request is read from it
+	given bool      // false: no -d (and no argument); the request is {}
+}
+
+// newRequestSource finds the call's request: -d's (JSON text, @ for
+// standard input, @FILE for a file) or the former order's argument (JSON
+// text, @FILE, or - for standard input); {} without either.
+func newRequestSource(cfg *config, inv invocation, stdin io.Reader) (*requestSource, error) {
 	src := "{}"
 	switch {
 	case cfg.data.set && len(inv.args) > 1:
@@ -94,21 +103,56 @@ func requestBytes(cfg *config, inv invocation, stdin io.Reader) ([]byte, error) 
 	case len(inv.args) > 1:
 		src = inv.args[1]
 	}
+	given := cfg.data.set || len(inv.args) > 1
 	switch {
 	case src == "-":
-		b, err := io.ReadAll(stdin)
-		if err != nil {
-			return nil, fmt.Errorf("read the request from standard input: %v", err)
-		}
-		return b, nil
+		return &requestSource{stdin: stdin, given: given}, nil
 	case strings.HasPrefix(src, "@"):
-		b, err := os.ReadFile(src[1:])
-		if err != nil {
-			return nil, fmt.Errorf("read the request: %v", err)
-		}
-		return b, nil
+		return &requestSource{file: src[1:], given: given}, nil
 	}
-	return []byte(src), nil
+	return &requestSource{text: src, given: given}, nil
+}
+
+// where says where the request comes from, for errors: "on standard
+// input", "in FILE", "in -d".
+func (s *requestSource) where() string {
+	switch {
+	case s.stdin != nil:
+		return "on standard input"
+	case s.file != "":
+		return "in " + s.file
+	}
+	return "in the request"
+}
+
+// open returns a reader of the request, to read as it comes (a stream's
+// messages), and what closes it.
+func (s *requestSource) open() (io.Reader, func(), error) {
+	switch {
+	case s.stdin != nil:
+		return s.stdin, func() {}, nil
+	case s.file != "":
+		f, err := os.Open(s.file)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read the request: %v", err)
+		}
+		return f, func() { f.Close() }, nil
+	}
+	return strings.NewReader(s.text), func() {}, nil
+}
+
+// all reads the whole request.
+func (s *requestSource) all() ([]byte, error) {
+	r, done, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read the request %s: %v", s.where(), err)
+	}
+	return b, nil
 }
 
 // jsonMessages splits b into the JSON values it holds, one after another

@@ -61,16 +61,36 @@ func (c *cli) methods() ([]erpc.MethodInfo, error) {
 // failed is the error of a call to the server that failed: its status
 // code becomes the exit status.
 func (c *cli) failed(what string, err error) error {
+	limit := fmt.Sprintf("-deadline %v", c.cfg.deadline)
+	if c.root.Err() != nil {
+		limit = fmt.Sprintf("-max-time %v", c.cfg.maxTime)
+	}
+	return c.failedLimit(what, err, limit)
+}
+
+// failedLimit is failed, with the flag whose deadline bounded the call
+// ("-max-time 2s"; "" for none).
+func (c *cli) failedLimit(what string, err error, limit string) error {
 	code := erpc.CodeOf(err)
 	msg := strings.TrimPrefix(err.Error(), "erpc: ")
-	if code == erpc.DeadlineExceeded && !strings.Contains(msg, "-deadline") && !strings.Contains(msg, "-max-time") {
-		if c.root.Err() != nil {
-			msg += fmt.Sprintf(" (-max-time %v)", c.cfg.maxTime)
-		} else {
-			msg += fmt.Sprintf(" (-deadline %v)", c.cfg.deadline)
-		}
+	if code == erpc.DeadlineExceeded && limit != "" && !strings.Contains(msg, "-deadline") && !strings.Contains(msg, "-max-time") {
+		msg += " (" + limit + ")"
 	}
 	return &exitError{exitCodeBase + int(code), fmt.Errorf("%s at %s: %s", what, c.target, msg)}
+}
+
+// limitOf names the flag whose deadline ctx has ("-max-time 2s"), "" if
+// none: the server may see a deadline pass, and answer so, before this
+// process does.
+func (c *cli) limitOf(ctx context.Context) string {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return ""
+	}
+	if rootDL, rootOK := c.root.Deadline(); rootOK && dl.Equal(rootDL) {
+		return fmt.Sprintf("-max-time %v", c.cfg.maxTime)
+	}
+	return fmt.Sprintf("-deadline %v", c.cfg.deadline)
 }
 
 // list prints the server's services, or the methods of one.
@@ -128,14 +148,16 @@ func methodLine(m erpc.MethodInfo) string {
 	switch {
 	case m.RequestType != "" || m.ResponseType != "":
 		fmt.Fprintf(&b, "(%s) returns (%s)", m.RequestType, m.ResponseType)
-	case m.Codec == "":
+	case m.Codec == "" && !m.Stream: // a stream's types are in its descriptor (describe)
 		b.WriteString("(bytes) returns (bytes)")
 	}
 	var notes []string
 	if m.Codec != "" && m.Codec != "proto" {
 		notes = append(notes, m.Codec)
 	}
-	if m.Background {
+	if m.Stream {
+		notes = append(notes, "stream")
+	} else if m.Background {
 		notes = append(notes, "background")
 	}
 	if len(notes) > 0 {
@@ -193,91 +215,10 @@ func (c *cli) method(name string) (*reflection.Method, error) {
 	return m, nil
 }
 
-// call calls the method name with the JSON request req and prints the
-// answer.
-func (c *cli) call(name string, req []byte, out io.Writer) error {
-	m, err := c.method(name)
-	if err != nil {
-		return err
-	}
-	if m.Descriptor != nil && isStream(m.Descriptor) {
-		return &exitError{exitCodeBase + int(erpc.Unimplemented), fmt.Errorf("%s is %s", m.Name, streamNote)}
-	}
-	if m.Codec == "proto" || m.Codec == "json" {
-		if req, err = oneMessage(m.Name, req); err != nil {
-			return &exitError{exitFailure, fmt.Errorf("the request is not JSON%s: %v", ofType(m), err)}
-		}
-	}
-	// Resolving the types of Any fields may ask the server too, within
-	// a deadline of its own.
-	resolveCtx, cancelResolve := c.ctx()
-	defer cancelResolve()
-	var body []byte
-	var decode func([]byte) ([]byte, error)
-	switch m.Codec {
-	case "proto":
-		if m.Request == nil || m.Response == nil {
-			return fmt.Errorf("%s: the server does not name its message types", m.Name)
-		}
-		msg := dynamicpb.NewMessage(m.Request)
-		if err := (protojson.UnmarshalOptions{Resolver: c.rc.Resolver(resolveCtx)}).Unmarshal(req, msg); err != nil {
-			return &exitError{exitFailure, fmt.Errorf("the request is not JSON of type %s: %v\n(erpc %s describe %s shows the message)",
-				m.Request.FullName(), err, c.target, m.Request.FullName())}
-		}
-		if body, err = proto.Marshal(msg); err != nil {
-			return fmt.Errorf("encode the request: %v", err)
-		}
-		decode = func(b []byte) ([]byte, error) {
-			resp := dynamicpb.NewMessage(m.Response)
-			if err := proto.Unmarshal(b, resp); err != nil {
-				return nil, fmt.Errorf("decode the response as a %s: %v", m.Response.FullName(), err)
-			}
-			js, err := protojson.MarshalOptions{Resolver: c.rc.Resolver(resolveCtx), EmitUnpopulated: c.cfg.emitDefaults}.Marshal(resp)
-			if err != nil {
-				return nil, fmt.Errorf("print the response: %v", err)
-			}
-			return stableJSON(js, true), nil
-		}
-	case "json":
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, req); err != nil {
-			return &exitError{exitFailure, fmt.Errorf("the request is not JSON: %v", err)}
-		}
-		body = buf.Bytes()
-		decode = func(b []byte) ([]byte, error) { return stableJSON(b, true), nil }
-	case "":
-		// A raw handler: the argument's bytes, and the answer's.
-		body = req
-		decode = func(b []byte) ([]byte, error) { return b, nil }
-	default:
-		return fmt.Errorf("%s uses the codec %q: the erpc command calls methods of protobuf (proto), json and raw handlers only", m.Name, m.Codec)
-	}
-	ctx, cancel := c.ctx()
-	defer cancel()
-	resp, err := c.s.Call(ctx, m.Name, body, nil)
-	if err != nil {
-		return c.callFailed(m.Name, err)
-	}
-	text, err := decode(resp)
-	if err != nil {
-		return err
-	}
-	_, err = out.Write(text)
-	return err
-}
-
-// ofType is " of type T" for a method whose request type is known.
-func ofType(m *reflection.Method) string {
-	if m.Request != nil {
-		return fmt.Sprintf(" of type %s", m.Request.FullName())
-	}
-	return ""
-}
-
-// callFailed is the error of a call, with its details decoded where the
+// callFailed is the error of a call made with ctx, with its details decoded where the
 // server's reflection knows their types.
-func (c *cli) callFailed(method string, err error) error {
-	ee := c.failed("call "+method, err)
+func (c *cli) callFailed(ctx context.Context, method string, err error) error {
+	ee := c.failedLimit("call "+method, err, c.limitOf(ctx))
 	var e *erpc.Error
 	if !errors.As(err, &e) || len(e.Details) == 0 {
 		return ee

@@ -98,20 +98,27 @@ func (c *cli) describeMethod(name string, out io.Writer) error {
 	}
 	fmt.Fprintln(out, methodLine(m.MethodInfo))
 	codec := m.Codec
-	if codec == "" {
+	switch {
+	case m.Stream && m.Request != nil:
+		codec = "proto, as its descriptor says"
+	case m.Stream:
+		codec = "none: a stream of bytes"
+	case codec == "":
 		codec = "none: a raw handler of bytes"
 	}
 	run := "inline, on the event loop"
-	if m.Background {
+	switch {
+	case m.Stream:
+		run = "a stream: on a goroutine of its own per stream"
+	case m.Background:
 		run = "in the background (erpc.Background)"
 	}
 	fmt.Fprintf(out, "  codec: %s\n  runs: %s\n", codec, run)
+	if m.Stream {
+		fmt.Fprintf(out, "  the command: %s\n", streamShape(m.Descriptor))
+	}
 	if m.Descriptor != nil {
-		note := ""
-		if isStream(m.Descriptor) {
-			note = "\n  " + streamNote
-		}
-		fmt.Fprintf(out, "  defined in %s as:\n    %s%s\n", m.Descriptor.ParentFile().Path(), rpcLine(m.Descriptor), note)
+		fmt.Fprintf(out, "  defined in %s as:\n    %s\n", m.Descriptor.ParentFile().Path(), rpcLine(m.Descriptor))
 	}
 	for _, md := range []protoreflect.MessageDescriptor{m.Request, m.Response} {
 		if md != nil {
@@ -125,30 +132,33 @@ func (c *cli) describeMethod(name string, out io.Writer) error {
 	return nil
 }
 
-// streamNote says why the command does not call a stream.
-const streamNote = "a stream: the erpc command calls unary methods only"
-
-func isStream(m protoreflect.MethodDescriptor) bool {
-	return m.IsStreamingClient() || m.IsStreamingServer()
+// streamShape says how the command calls a stream of descriptor d (nil:
+// a stream no descriptor describes).
+func streamShape(d protoreflect.MethodDescriptor) string {
+	switch {
+	case d == nil:
+		return "sends each JSON value of -d (@: of standard input, as it comes) as its bytes, prints each answer on a line"
+	case d.IsStreamingClient() && d.IsStreamingServer():
+		return "bidirectional: sends -d's messages (@: standard input's, as they come) while it prints each answer on a line"
+	case d.IsStreamingClient():
+		return "client-streaming: sends -d's messages (@: standard input's, as they come), prints the answer"
+	case d.IsStreamingServer():
+		return "server-streaming: sends -d's message, prints each answer on a line as it comes"
+	}
+	return "sends -d's message, prints the answer"
 }
 
 // uncallableNote is the note describe prints after a method of a service's
-// .proto that the command cannot call: a stream, or a method the server
-// (whose methods are ms) does not serve.
+// .proto that the command cannot call: one the server (whose methods are
+// ms) does not serve.
 func uncallableNote(ms []erpc.MethodInfo) func(protoreflect.MethodDescriptor) string {
 	served := map[string]bool{}
 	for _, m := range ms {
 		served[m.Name] = true
 	}
 	return func(m protoreflect.MethodDescriptor) string {
-		name := fmt.Sprintf("/%s/%s", m.Parent().FullName(), m.Name())
-		switch {
-		case !served[name] && isStream(m):
-			return "not served over erpc: " + streamNote
-		case !served[name]:
+		if !served[fmt.Sprintf("/%s/%s", m.Parent().FullName(), m.Name())] {
 			return "not served at this target"
-		case isStream(m):
-			return streamNote
 		}
 		return ""
 	}
@@ -177,9 +187,5 @@ func (c *cli) notCallable(name string) error {
 	}
 	name = fmt.Sprintf("/%s/%s", md.Parent().FullName(), md.Name())
 	why := fmt.Sprintf("the server at %s does not serve %s, which %s declares", c.target, name, md.ParentFile().Path())
-	if isStream(md) {
-		why = fmt.Sprintf("%s is a stream (%s): the server at %s does not serve it over erpc, and the erpc command calls unary methods only",
-			name, rpcLine(md), c.target)
-	}
 	return &exitError{exitCodeBase + int(erpc.Unimplemented), errors.New(why)}
 }

@@ -15,10 +15,26 @@
 //
 // As with grpcurl, the request is -d's JSON (@ reads it from standard
 // input), headers are -H 'key: value', -max-time bounds the whole run in
-// seconds, and -plaintext is accepted (erpc sessions are not encrypted
-// yet, so it changes nothing). The command calls unary methods; describe
-// marks the methods it cannot call (streams, and methods the server's
-// descriptors declare but it does not serve).
+// seconds, -v prints the method, the request metadata, the response
+// headers and trailers on standard output, and -plaintext is accepted
+// (erpc sessions are not encrypted yet, so it changes nothing). describe
+// marks the methods a server's .proto declares but it does not serve.
+//
+// Streams (Server.HandleStream; their shapes come from the service's
+// descriptor, through reflection) are called too, and each response is
+// printed as one line of JSON as it comes:
+//
+//	erpc -d '{"name": "Ada"}' 127.0.0.1:50051 greeter.v1.Greeter/ListGreeted
+//	erpc -d @ 127.0.0.1:50051 greeter.v1.Greeter/Chat < messages.jsonl
+//
+// A server-streaming method takes -d's one request; a client-streaming or
+// bidirectional one sends -d's messages, or with -d @ standard input's,
+// each as soon as it is read, while the responses are printed, and
+// half-closes at their end. A message that is not JSON of the method's
+// type cancels the stream and exits 1; a stream that ends with an error
+// prints its status on standard error and exits 64+code, as a unary call
+// does. -max-time bounds the whole stream; -deadline applies to a stream
+// only when given.
 //
 // The former order, the command before the target (erpc list TARGET,
 // erpc call TARGET METHOD [REQUEST]), still works; it is deprecated and

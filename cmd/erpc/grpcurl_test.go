@@ -127,25 +127,46 @@ func TestFormerOrder(t *testing.T) {
 }
 
 // TestDescribeMarksUncallable: describe marks what the command cannot
-// call (a stream; a method the .proto declares but the server does not
-// serve); list leaves them out; calling them says why.
+// call, the methods a .proto declares but the server does not serve (a
+// stream among them); list leaves them out; calling them says why. The
+// streams it serves are callable, and describe says how the command
+// calls each shape.
 func TestDescribeMarksUncallable(t *testing.T) {
 	t.Parallel()
 	target := startServer(t, modeFull)
 	service := `service Watcher {
-  rpc Watch(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.Caller);  // not served over erpc: a stream: the erpc command calls unary methods only
+  rpc Watch(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.Caller);  // not served at this target
   rpc Peek(google.protobuf.Empty) returns (erpc.clitest.v1.Caller);
   rpc Later(google.protobuf.Empty) returns (google.protobuf.Empty);  // not served at this target
 }
 `
 	expect(t, erpcCmd(t, "", target, "describe", "erpc.clitest.v1.Watcher"), 0, service, "")
 	expect(t, erpcCmd(t, "", target, "describe", "erpc.clitest.v1.Watcher.Watch"), 0,
-		"rpc Watch(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.Caller);  // not served over erpc: a stream", "")
+		"rpc Watch(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.Caller);  // not served at this target", "")
+	streams := `service Streams {
+  rpc Count(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.OrderReply);
+  rpc Forever(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.Caller);
+  rpc Sum(stream erpc.clitest.v1.OrderRequest) returns (erpc.clitest.v1.OrderReply);
+  rpc Chat(stream erpc.clitest.v1.CancelRequest) returns (stream erpc.clitest.v1.OrderError);
+}
+`
+	expect(t, erpcCmd(t, "", target, "describe", "erpc.clitest.v1.Streams"), 0, streams, "")
+	for method, shape := range map[string]string{
+		"Count": "server-streaming: sends -d's message, prints each answer on a line as it comes",
+		"Sum":   "client-streaming: sends -d's messages (@: standard input's, as they come), prints the answer",
+		"Chat":  "bidirectional: sends -d's messages (@: standard input's, as they come) while it prints each answer on a line",
+	} {
+		r := erpcCmd(t, "", target, "describe", "erpc.clitest.v1.Streams."+method)
+		expect(t, r, 0, "/erpc.clitest.v1.Streams/"+method+" [stream]\n  codec: proto, as its descriptor says\n  runs: a stream: on a goroutine of its own per stream\n  the command: "+shape+"\n", "")
+		expect(t, r, 0, "  defined in erpc/clitest/v1/streams.proto as:\n", "")
+	}
+	expect(t, erpcCmd(t, "", "-l", target, "list", "erpc.clitest.v1.Streams"), 0, "/erpc.clitest.v1.Streams/Chat [stream]\n", "")
+	expect(t, erpcCmd(t, "", target, "describe", "Lines"), 0, "Lines [stream]\n  codec: none: a stream of bytes\n", "")
 
 	// Without a symbol: every service, the methods of none after them.
 	r := erpcCmd(t, "", target, "describe")
-	for _, want := range []string{service, "service Shop {\n  rpc Order(", "service Health {", "service Reflection {",
-		"// methods of no service:\nAdd [json]\nEcho(bytes) returns (bytes)\n"} {
+	for _, want := range []string{service, streams, "service Shop {\n  rpc Order(", "service Health {", "service Reflection {",
+		"// methods of no service:\nAdd [json]\nEcho(bytes) returns (bytes)\nLines [stream]\n"} {
 		expect(t, r, 0, want, "")
 	}
 
@@ -154,7 +175,7 @@ func TestDescribeMarksUncallable(t *testing.T) {
 		t.Fatalf("list Watcher: %v", r)
 	}
 	expect(t, erpcCmd(t, "", target, "erpc.clitest.v1.Watcher/Watch"), 64+12, "",
-		"/erpc.clitest.v1.Watcher/Watch is a stream (rpc Watch(erpc.clitest.v1.WaitRequest) returns (stream erpc.clitest.v1.Caller);): the server at "+target+" does not serve it over erpc, and the erpc command calls unary methods only")
+		"the server at "+target+" does not serve /erpc.clitest.v1.Watcher/Watch, which erpc/clitest/v1/watch.proto declares")
 	expect(t, erpcCmd(t, "", target, "erpc.clitest.v1.Watcher.Later"), 64+12, "",
 		"the server at "+target+" does not serve /erpc.clitest.v1.Watcher/Later, which erpc/clitest/v1/watch.proto declares")
 }

@@ -24,12 +24,13 @@ As with grpcurl, flags come before the target, then what to do:
         the server's services, or one service's methods (-l: with their types)
   describe [SYMBOL]
         a method, or a service, message or enum by its full name, as .proto
-        text; without a symbol, every service. Methods the command cannot
-        call are marked: streams, and methods the server does not serve
+        text; without a symbol, every service. Methods the server's .proto
+        files declare but it does not serve are marked
   METHOD
         call a method (/package.Service/Method, package.Service/Method or
         package.Service.Method; a raw handler by its name) with the request
-        -d gives, and print the JSON response. Only unary methods
+        -d gives, and print the JSON response; a stream's responses one a
+        line, as they come (see Streams)
   health [SERVICE]
         the serving status of the server as a whole, or of one service
         (-all: of every service it has a status for)
@@ -45,8 +46,20 @@ describe and calls, and the health service (health.Register) for health.
 The request (-d) is JSON: the method's message in protojson form, or the
 JSON of a json-codec method; a raw handler gets the bytes as they are.
 -d @ reads it from standard input, -d @FILE from a file; without -d the
-request is {}. Several JSON messages may follow one another (for streams,
-later); a unary method takes exactly one.
+request is {}. Several JSON messages may follow one another (white space
+between them, or none); a unary method takes exactly one.
+
+Streams: a server-streaming method takes one request (-d's) and prints
+each response as one line of JSON, as it comes, until the stream ends. A
+client-streaming method sends each message of -d (-d @: of standard input,
+each sent as soon as it is read; without -d, none), half-closes at their
+end and prints the response. A bidirectional one sends standard input's
+messages as they arrive while it prints each response as it comes, and
+half-closes when standard input ends. A message that is not JSON of the
+method's type cancels the stream (exit 1). A stream that ends with an
+error prints its responses, then the status on standard error (exit
+64+code). -max-time bounds the whole stream; -deadline applies to streams
+only when given (a stream may last).
 
 flags (before the target, as grpcurl has them; elsewhere too; -- ends them):
 %s
@@ -86,6 +99,7 @@ type config struct {
 	headers        headerFlag
 	data           dataFlag
 	deadline       time.Duration
+	deadlineSet    bool // -deadline given: streams have it too
 	maxTime        time.Duration
 	connectTimeout time.Duration
 	format         string
@@ -93,6 +107,7 @@ type config struct {
 	long           bool
 	emitDefaults   bool
 	all            bool
+	verbose        bool
 }
 
 type headerFlag []string
@@ -159,12 +174,13 @@ func flags(cfg *config) *flag.FlagSet {
 	fs.Var(&cfg.data, "d", "the request: `JSON` text, @ to read it from standard input, @FILE to read a file")
 	fs.Var(&cfg.headers, "H", "request metadata `'key: value'` (or key=value; repeatable)")
 	fs.Var(secondsFlag{&cfg.maxTime}, "max-time", "the most the whole run may take, connecting included, in `seconds` (0: no limit)")
-	fs.Var(secondsFlag{&cfg.deadline}, "deadline", "each call's deadline, which the server's handler sees, in `seconds` or as a duration (0: none)")
+	fs.Var(secondsFlag{&cfg.deadline}, "deadline", "each call's deadline, which the server's handler sees, in `seconds` or as a duration (0: none); a stream's only when given")
 	fs.Var(secondsFlag{&cfg.connectTimeout}, "connect-timeout", "how long to wait for the server to accept the session, in `seconds` or as a duration")
 	fs.StringVar(&cfg.format, "format", cfg.format, "the request's and the response's format: json, the only one")
 	fs.BoolVar(&cfg.plaintext, "plaintext", false, "accepted for grpcurl's command lines; changes nothing: erpc sessions are not encrypted yet")
 	fs.BoolVar(&cfg.long, "l", false, "list: each method with its request and response types and codec")
 	fs.BoolVar(&cfg.emitDefaults, "emit-defaults", false, "calls: print fields that have their default values too")
+	fs.BoolVar(&cfg.verbose, "v", false, "calls: print the method, the request metadata, the response headers and trailers, and a count of the messages, as grpcurl -v does")
 	fs.BoolVar(&cfg.all, "all", false, "health: the status of every service the server has one for")
 	return fs
 }

@@ -51,7 +51,7 @@ func TestList(t *testing.T) {
 	target := startServer(t, modeFull)
 	r := erpcCmd(t, "", target, "list")
 	expect(t, r, 0, "", "")
-	want := []string{"Add", "Echo", "erpc.clitest.v1.Shop", "erpc.clitest.v1.Watcher", "erpc.health.v1.Health", "erpc.reflection.v1.Reflection"}
+	want := []string{"Add", "Echo", "Lines", "StreamsCanceled", "erpc.clitest.v1.Shop", "erpc.clitest.v1.Streams", "erpc.clitest.v1.Watcher", "erpc.health.v1.Health", "erpc.reflection.v1.Reflection"}
 	if got := sortedLines(r.stdout); !slices.Equal(got, want) {
 		t.Fatalf("list: %q, want %q", got, want)
 	}

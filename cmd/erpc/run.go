@@ -13,13 +13,15 @@ import (
 
 func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cfg config
-	pos, err := parse(flags(&cfg), args)
+	fs := flags(&cfg)
+	pos, err := parse(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return usageError("%v", err)
 	}
+	fs.Visit(func(f *flag.Flag) { cfg.deadlineSet = cfg.deadlineSet || f.Name == "deadline" })
 	if cfg.format != "json" {
 		return usageError("-format %s: the erpc command reads and prints json only", cfg.format)
 	}
@@ -39,11 +41,11 @@ func dispatch(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	case "describe":
 		return withSession(&cfg, inv.target, func(c *cli) error { return c.describe(arg(inv.args, 0), stdout) })
 	case "call":
-		req, err := requestBytes(&cfg, inv, stdin)
+		src, err := newRequestSource(&cfg, inv, stdin)
 		if err != nil {
 			return err
 		}
-		return withSession(&cfg, inv.target, func(c *cli) error { return c.call(inv.args[0], req, stdout) })
+		return withSession(&cfg, inv.target, func(c *cli) error { return c.call(inv.args[0], src, stdout) })
 	case "health":
 		if cfg.all && len(inv.args) == 1 {
 			return usageError("health: -all or a service, not both")

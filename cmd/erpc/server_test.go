@@ -115,6 +115,7 @@ func serveForTest(mode string) {
 		}, erpc.WithCodec(codec.JSON{})))
 		check(srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) { return req, nil }))
 		check(registerWatcher())
+		check(registerStreams(srv))
 		check(srv.Handle("/erpc.clitest.v1.Watcher/Peek", func(ctx context.Context, req []byte) ([]byte, error) { return nil, nil }))
 	}
 	listen := os.Getenv(listenEnv)

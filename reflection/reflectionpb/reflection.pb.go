@@ -126,7 +126,11 @@ type Method struct {
 	// handler.
 	Codec string `protobuf:"bytes,4,opt,name=codec,proto3" json:"codec,omitempty"`
 	// Whether the handler runs on worker goroutines (erpc.Background).
-	Background    bool `protobuf:"varint,5,opt,name=background,proto3" json:"background,omitempty"`
+	Background bool `protobuf:"varint,5,opt,name=background,proto3" json:"background,omitempty"`
+	// Whether it is a stream (erpc.Server.HandleStream), opened with
+	// erpc.Session.NewStream rather than called; its message types, and
+	// which sides stream, are in its service's descriptor.
+	Stream        bool `protobuf:"varint,6,opt,name=stream,proto3" json:"stream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -192,6 +196,13 @@ func (x *Method) GetCodec() string {
 func (x *Method) GetBackground() bool {
 	if x != nil {
 		return x.Background
+	}
+	return false
+}
+
+func (x *Method) GetStream() bool {
+	if x != nil {
+		return x.Stream
 	}
 	return false
 }
@@ -359,7 +370,7 @@ const file_erpc_reflection_v1_reflection_proto_rawDesc = "" +
 	"#erpc/reflection/v1/reflection.proto\x12\x12erpc.reflection.v1\"\x14\n" +
 	"\x12ListMethodsRequest\"K\n" +
 	"\x13ListMethodsResponse\x124\n" +
-	"\amethods\x18\x01 \x03(\v2\x1a.erpc.reflection.v1.MethodR\amethods\"\x9a\x01\n" +
+	"\amethods\x18\x01 \x03(\v2\x1a.erpc.reflection.v1.MethodR\amethods\"\xb2\x01\n" +
 	"\x06Method\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12!\n" +
 	"\frequest_type\x18\x02 \x01(\tR\vrequestType\x12#\n" +
@@ -367,7 +378,8 @@ const file_erpc_reflection_v1_reflection_proto_rawDesc = "" +
 	"\x05codec\x18\x04 \x01(\tR\x05codec\x12\x1e\n" +
 	"\n" +
 	"background\x18\x05 \x01(\bR\n" +
-	"background\"X\n" +
+	"background\x12\x16\n" +
+	"\x06stream\x18\x06 \x01(\bR\x06stream\"X\n" +
 	"\x1bFileContainingSymbolRequest\x12\x18\n" +
 	"\asymbols\x18\x01 \x03(\tR\asymbols\x12\x1f\n" +
 	"\vknown_files\x18\x02 \x03(\tR\n" +
