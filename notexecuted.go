@@ -19,9 +19,9 @@ var ErrNotExecuted = errors.New("erpc: the call never ran")
 //     read the request's metadata or decode a typed handler's request
 //     (InvalidArgument);
 //   - refused before it was sent: larger than the session's limit, or a
-//     typed request Invoke could not encode, a nil one
-//     included (InvalidArgument), on a
-//     closed session or endpoint, while the session waits to reconnect
+//     typed request Invoke could not encode, a nil one included
+//     (InvalidArgument), on a closed session or endpoint, while the
+//     session waits to reconnect
 //     after failures (Unavailable), made on the endpoint's own loop
 //     (FailedPrecondition), or with a context that ended before the
 //     endpoint took the call (Canceled, DeadlineExceeded);
