@@ -177,7 +177,9 @@
 // (macOS, Windows, the BSDs) UDP runs on package udp's portable path, a
 // net.UDPConn read by a goroutine of its own, one datagram per system
 // call; Listen with WithPaths above 1 fails there, and an shm:// address
-// reports shm.ErrNotSupported. The in-memory network runs everywhere.
+// too, both with FailedPrecondition (a permanent error, not Unavailable),
+// matching udp.ErrNotSupported and shm.ErrNotSupported. The in-memory
+// network runs everywhere.
 //
 // # Security
 //

@@ -109,7 +109,7 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 		}
 		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths, ClientOnly: clientOnly, Network: o.udpNetwork})
 		if err != nil {
-			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, openError(addr, err)
 		}
 		return u, nil
 	case "mem":
@@ -121,12 +121,25 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 	case "shm":
 		s, err := shm.Listen(rest, shm.Options{})
 		if err != nil {
-			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, openError(addr, err)
 		}
 		return s, nil
 	}
 	return nil, &Error{Code: InvalidArgument,
 		Msg: fmt.Sprintf("listen on %q: unknown transport %q (want udp://, mem:// or shm://)", addr, scheme)}
+}
+
+// openError is the error of a transport that did not open: FailedPrecondition
+// where this platform or build cannot do what was asked (shm off Linux or
+// on a kernel without the seals it needs, several UDP paths off Linux),
+// which trying again will not change; Unavailable for the rest (an
+// address in use, say), which may pass.
+func openError(addr string, err error) *Error {
+	code := Unavailable
+	if errors.Is(err, shm.ErrNotSupported) || errors.Is(err, udp.ErrNotSupported) {
+		code = FailedPrecondition
+	}
+	return &Error{Code: code, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 }
 
 // targetOf is the transport's dialable address, and its scheme if scheme
