@@ -80,6 +80,10 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	o.resolve()
 	tr, scheme := o.transport, ""
 	if tr == nil {
+		if srv != nil && addr == "shm://" {
+			return nil, &Error{Code: InvalidArgument, Msg: `serve on "shm://": with no socket path an shm endpoint is client-only, ` +
+				`and no client could reach it: give the path, as in "shm:///run/app.sock"`}
+		}
 		var err error
 		if tr, err = openTransport(addr, &o, srv == nil); err != nil {
 			return nil, err

@@ -44,7 +44,8 @@ func NewServer(opts ...ServerOption) *Server {
 
 // Listen opens an endpoint on addr (see the package-level Listen for the
 // address forms) that serves s's handlers. From this call on, s refuses new
-// handlers.
+// handlers. The client-only form "shm://" (no socket path) is refused with
+// InvalidArgument: no client could reach it.
 func (s *Server) Listen(addr string, opt ...Option) (*Endpoint, error) {
 	s.mu.Lock()
 	s.serving = true
