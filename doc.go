@@ -256,7 +256,7 @@
 //     handler's gRPC status error read by reflection, importing neither
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
-//   - Options: options.go.
+//   - Options: options.go, options_check.go (the ranges Listen checks).
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
 //     transport/rpctest are the suites each passes.

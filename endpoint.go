@@ -77,6 +77,9 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	for _, f := range opt {
 		f(&o)
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	o.resolve()
 	tr, scheme := o.transport, ""
 	if tr == nil {
