@@ -211,8 +211,11 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	return ep
 }
 
-// Addr is the endpoint's address on its transport (for UDP, the socket's;
-// for the other transports a synthetic one). Use Target to dial it.
+// Addr is the endpoint's address on its transport: for UDP, the address
+// peers send to, which is the socket's, or loopback (with the socket's
+// port) when it is bound to all interfaces (":0", "0.0.0.0:port",
+// "[::]:port"); for the other transports a synthetic one. Use Target to
+// dial it.
 func (ep *Endpoint) Addr() netip.AddrPort { return ep.tr.LocalAddr() }
 
 // Target is what to pass to Dial to reach this endpoint, with its scheme:
