@@ -65,3 +65,28 @@ func TestSilentServerFailsWithinFailureTimeout(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // backing off after the failures
 	}
 }
+
+// TestClosedServerFailsWithinFailureTimeout: a server whose endpoint
+// closed (it tells its clients) fails every new call within one failure
+// timeout too, whatever the next connect meets.
+func TestClosedServerFailsWithinFailureTimeout(t *testing.T) {
+	checkLeaks(t)
+	const failure = 200 * time.Millisecond
+	n := newMemNet()
+	srv := n.Listen(t, serverWith(t, "Echo", echoHandler))
+	cli := n.Listen(t, nil, erpc.WithFailureTimeout(failure))
+	s := dialT(t, n, cli, srv)
+	if _, err := call(t, s, "Echo", []byte("up")); err != nil {
+		t.Fatal(err)
+	}
+	srv.Close()
+	waitSessions(t, cli, srv, 0, 0)
+	for i := range 3 {
+		time.Sleep(100 * time.Millisecond) // past the reconnect backoff
+		start := time.Now()
+		_, err := call(t, s, "Echo", []byte("gone"))
+		if took := time.Since(start); !erpc.NotExecuted(err) || took > failure*3/2 {
+			t.Errorf("call %d to a closed server: %v after %v; want Unavailable, never ran, within %v", i, err, took, failure*3/2)
+		}
+	}
+}
