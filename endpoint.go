@@ -92,6 +92,9 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 			return nil, err
 		}
 		scheme, _ = splitTarget(addr)
+	} else if t, ok := tr.(transport.Targeter); ok && srv != nil && t.Target() == "" {
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("serve on a %T that cannot be dialed (a client-only one): "+
+			"no client could reach it", tr)} // t stays the caller's
 	}
 	return newEndpoint(tr, scheme, srv, o), nil
 }

@@ -51,6 +51,11 @@ func (c Code) String() string {
 // errors.Is matches an *Error against another *Error with the same code, so
 // errors.Is(err, erpc.ErrUnavailable) works, and against its cause, so
 // errors.Is(err, context.DeadlineExceeded) works too.
+//
+// A handler that returns a nil *Error as its error (a non-nil error
+// holding a nil pointer: `var e *erpc.Error; return nil, e`) has not said
+// it succeeded: the call fails with Unknown, "handler returned a nil
+// *erpc.Error". A nil *Error's methods and CodeOf (Unknown) do not panic.
 type Error struct {
 	Code  Code
 	Msg   string
