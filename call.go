@@ -247,7 +247,8 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 		return // malformed: c failed
 	}
 	switch {
-	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load() && !ep.eng.Alive(c.sid):
+	case errors.Is(ev.Err, proto.ErrNotExecuted) && !c.resent && !c.sess.closed.Load() && !ep.eng.Alive(c.sid) &&
+		!silentPeer(ev.Err):
 		// The session ended (say, the server restarted) before the request
 		// reached a live server: it never ran, so sending it again on a new
 		// session keeps at-most-once. Once only, so a dead server fails it.
@@ -261,6 +262,16 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	default:
 		ep.finishOnLoop(c, ev.Data, nil)
 	}
+}
+
+// silentPeer reports whether a session ended because its server did not
+// answer for a whole failure timeout (connecting or connected). A call
+// that never ran on it is not sent again: a new session to the same
+// address would wait out another failure timeout, and a server that is
+// gone must fail a call within one (doc.go). A restarted or closing
+// server speaks (a reset, a close), and those calls are still resent.
+func silentPeer(err error) bool {
+	return errors.Is(err, proto.ErrConnectTimeout) || errors.Is(err, proto.ErrPeerTimeout)
 }
 
 // finishOnLoop completes c; an async call's continuation runs here.

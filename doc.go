@@ -183,7 +183,9 @@
 // (macOS, Windows, the BSDs) UDP runs on package udp's portable path, a
 // net.UDPConn read by a goroutine of its own, one datagram per system
 // call; Listen with WithPaths above 1 fails there, and an shm:// address
-// reports shm.ErrNotSupported. The in-memory network runs everywhere.
+// too, both with FailedPrecondition (a permanent error, not Unavailable),
+// matching udp.ErrNotSupported and shm.ErrNotSupported. The in-memory
+// network runs everywhere.
 //
 // # Security
 //
@@ -264,7 +266,7 @@
 //     handler's gRPC status error read by reflection, importing neither
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
-//   - Options: options.go.
+//   - Options: options.go, options_check.go (the ranges Listen checks).
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
 //     transport/rpctest are the suites each passes.

@@ -77,14 +77,24 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	for _, f := range opt {
 		f(&o)
 	}
+	if err := o.check(); err != nil {
+		return nil, err
+	}
 	o.resolve()
 	tr, scheme := o.transport, ""
 	if tr == nil {
+		if srv != nil && addr == "shm://" {
+			return nil, &Error{Code: InvalidArgument, Msg: `serve on "shm://": with no socket path an shm endpoint is client-only, ` +
+				`and no client could reach it: give the path, as in "shm:///run/app.sock"`}
+		}
 		var err error
 		if tr, err = openTransport(addr, &o, srv == nil); err != nil {
 			return nil, err
 		}
 		scheme, _ = splitTarget(addr)
+	} else if t, ok := tr.(transport.Targeter); ok && srv != nil && t.Target() == "" {
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("serve on a %T that cannot be dialed (a client-only one): "+
+			"no client could reach it", tr)} // t stays the caller's
 	}
 	return newEndpoint(tr, scheme, srv, o), nil
 }
@@ -109,7 +119,7 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 		}
 		u, err := udp.Listen(rest, udp.Options{SocketBuffer: o.sockBuf, Paths: o.paths, ClientOnly: clientOnly, Network: o.udpNetwork})
 		if err != nil {
-			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, openError(addr, err)
 		}
 		return u, nil
 	case "mem":
@@ -121,12 +131,25 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 	case "shm":
 		s, err := shm.Listen(rest, shm.Options{})
 		if err != nil {
-			return nil, &Error{Code: Unavailable, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
+			return nil, openError(addr, err)
 		}
 		return s, nil
 	}
 	return nil, &Error{Code: InvalidArgument,
 		Msg: fmt.Sprintf("listen on %q: unknown transport %q (want udp://, mem:// or shm://)", addr, scheme)}
+}
+
+// openError is the error of a transport that did not open: FailedPrecondition
+// where this platform or build cannot do what was asked (shm off Linux or
+// on a kernel without the seals it needs, several UDP paths off Linux),
+// which trying again will not change; Unavailable for the rest (an
+// address in use, say), which may pass.
+func openError(addr string, err error) *Error {
+	code := Unavailable
+	if errors.Is(err, shm.ErrNotSupported) || errors.Is(err, udp.ErrNotSupported) {
+		code = FailedPrecondition
+	}
+	return &Error{Code: code, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 }
 
 // targetOf is the transport's dialable address, and its scheme if scheme
@@ -194,8 +217,11 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	return ep
 }
 
-// Addr is the endpoint's address on its transport (for UDP, the socket's;
-// for the other transports a synthetic one). Use Target to dial it.
+// Addr is the endpoint's address on its transport: for UDP, the address
+// peers send to, which is the socket's, or loopback (with the socket's
+// port) when it is bound to all interfaces (":0", "0.0.0.0:port",
+// "[::]:port"); for the other transports a synthetic one. Use Target to
+// dial it.
 func (ep *Endpoint) Addr() netip.AddrPort { return ep.tr.LocalAddr() }
 
 // Target is what to pass to Dial to reach this endpoint, with its scheme:

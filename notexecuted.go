@@ -19,8 +19,9 @@ var ErrNotExecuted = errors.New("erpc: the call never ran")
 //     read the request's metadata or decode a typed handler's request
 //     (InvalidArgument);
 //   - refused before it was sent: larger than the session's limit, or a
-//     typed request Invoke could not encode (InvalidArgument), on a
-//     closed session or endpoint, while the session waits to reconnect
+//     typed request Invoke could not encode, a nil one included
+//     (InvalidArgument), on a closed session or endpoint, while the
+//     session waits to reconnect
 //     after failures (Unavailable), made on the endpoint's own loop
 //     (FailedPrecondition), or with a context that ended before the
 //     endpoint took the call (Canceled, DeadlineExceeded);
@@ -30,7 +31,10 @@ var ErrNotExecuted = errors.New("erpc: the call never ran")
 //     restarted server's reset says since when); or not yet seen by a
 //     server that closed the session itself (it names the first request
 //     it never saw). The Session sends such a call once more, on a new
-//     session, and fails it only if that ends the same way.
+//     session, and fails it only if that ends the same way; but not
+//     when the server did not answer within the failure timeout (a
+//     connect or a session that timed out), so that a server that is
+//     gone fails the call within one failure timeout.
 //
 // It is false for every other failure, each of which may or may not have
 // run: a call in flight when its server failed, restarted or closed, a

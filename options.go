@@ -10,6 +10,9 @@ import (
 )
 
 // Option configures an Endpoint. Every option has a zero-value default.
+// A numeric option's value out of its range (a negative count, say, or a
+// packet too small for a connect) fails Listen, Server.Listen and Dial
+// with InvalidArgument naming the option and its range.
 type Option func(*options)
 
 type options struct {
@@ -115,18 +118,20 @@ func WithWorkers(n int) Option { return func(o *options) { o.workers = n } }
 func WithQueueDepth(n int) Option { return func(o *options) { o.queue = n } }
 
 // WithWindow sets the number of concurrent requests per session (default
-// 8); further calls wait in the session's backlog.
+// 8, at most 32768); further calls wait in the session's backlog.
 func WithWindow(n int) Option { return func(o *options) { o.engine.Window = n } }
 
 // WithCredits sets the packets a session may have in flight (default 32,
-// about one bandwidth-delay product).
+// about one bandwidth-delay product; at most 32768).
 func WithCredits(n int) Option { return func(o *options) { o.engine.Credits = n } }
 
 // WithMaxMessageSize sets the largest request or response (default 8 MiB).
 func WithMaxMessageSize(n int) Option { return func(o *options) { o.engine.MaxMsgSize = n } }
 
 // WithMaxPacketSize sets the largest datagram, header included (default
-// 1472, for a 1500-byte MTU; raise it on jumbo-frame networks).
+// 1472, for a 1500-byte MTU; raise it on jumbo-frame networks): 104 (a
+// 40-byte header and a connect's 64 bytes) to 65575 (a 16-bit data
+// length), and never above what the transport carries.
 func WithMaxPacketSize(n int) Option { return func(o *options) { o.engine.MaxPacketSize = n } }
 
 // WithFailureTimeout sets how long a client waits without hearing from a

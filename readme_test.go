@@ -3,10 +3,12 @@ package erpc_test
 import (
 	"bufio"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,8 +41,13 @@ func TestReadme(t *testing.T) {
 	}
 	var bins []string
 	var protoProg string // the program of "From .proto to a running service"
+	// The quickstart serves on a fixed port, which something else (the
+	// README's demo, run by hand) may hold: its programs run on a free one.
+	quickAddr, moved := "127.0.0.1:"+freeUDPPort(t), 0
 	for i, b := range blocks {
 		src := string(b[1])
+		moved += strings.Count(src, readmeQuickstartAddr)
+		src = strings.ReplaceAll(src, readmeQuickstartAddr, quickAddr)
 		if !strings.HasPrefix(src, "package main") {
 			t.Fatalf("README Go block %d is not a whole program a user can paste:\n%s", i, src)
 		}
@@ -63,6 +70,9 @@ func TestReadme(t *testing.T) {
 			t.Fatalf("README Go block %d does not compile: %v\n%s\n%s", i, err, out, src)
 		}
 		bins = append(bins, bin)
+	}
+	if moved < 2 {
+		t.Fatalf("the quickstart's server and client no longer use %s: update the address this test moves", readmeQuickstartAddr)
 	}
 
 	// The quickstart: the server, then the client against it.
@@ -109,6 +119,13 @@ func testReadmeProto(t *testing.T, readme, prog, root string) {
 		t.Skip("protoc not installed (.ci/run installs it)")
 	}
 	m := regexp.MustCompile("(?s)```proto\n(.*?)```").FindStringSubmatch(readme)
+	// The README's address stays in its text; the programs run on a free
+	// port, so the demo may run meanwhile.
+	if !strings.Contains(prog, readmeProtoAddr) {
+		t.Fatalf("the README's proto program no longer serves on %s: update the address this test moves", readmeProtoAddr)
+	}
+	addr := "127.0.0.1:" + freeUDPPort(t)
+	prog = strings.ReplaceAll(prog, readmeProtoAddr, addr)
 	if m == nil {
 		t.Fatal("README.md has no proto block")
 	}
@@ -139,7 +156,7 @@ import (
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := erpc.Dial(ctx, "127.0.0.1:50051")
+	s, err := erpc.Dial(ctx, "ADDR")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -150,6 +167,7 @@ func main() {
 	fmt.Println(r.GetMessage())
 }
 `
+	client = strings.ReplaceAll(client, "ADDR", addr)
 	sum, _ := os.ReadFile(filepath.Join(root, "go.sum"))
 	gomod, _ := os.ReadFile(filepath.Join(root, "go.mod"))
 	pb := regexp.MustCompile(`google.golang.org/protobuf (v\S+)`).FindStringSubmatch(string(gomod))
@@ -188,4 +206,22 @@ func main() {
 	if err != nil || strings.TrimSpace(string(out)) != "hello, Ada" {
 		t.Fatalf("the generated client: %v\n%s", err, out)
 	}
+}
+
+// The fixed addresses of the README's programs, which the test moves to
+// free ports.
+const (
+	readmeQuickstartAddr = "127.0.0.1:31850"
+	readmeProtoAddr      = "127.0.0.1:50051"
+)
+
+// freeUDPPort is a UDP port on loopback that was free a moment ago.
+func freeUDPPort(t *testing.T) string {
+	t.Helper()
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	return strconv.Itoa(c.LocalAddr().(*net.UDPAddr).Port)
 }

@@ -44,7 +44,10 @@ func NewServer(opts ...ServerOption) *Server {
 
 // Listen opens an endpoint on addr (see the package-level Listen for the
 // address forms) that serves s's handlers. From this call on, s refuses new
-// handlers.
+// handlers. The client-only form "shm://" (no socket path), and a
+// transport given with WithTransport that cannot be dialed (its Target is
+// "": transport.Targeter), are refused with InvalidArgument, since no
+// client could reach them; the caller keeps such a transport.
 func (s *Server) Listen(addr string, opt ...Option) (*Endpoint, error) {
 	s.mu.Lock()
 	s.serving = true

@@ -23,7 +23,10 @@ import (
 // one exception is a call the session's end proves never ran (not yet
 // sent, or sent only after the server had lost the session, say): it is
 // sent once more, on a new session, and if that fails the same way its
-// error satisfies NotExecuted. Nothing else is ever sent again, a call
+// error satisfies NotExecuted. A session that ended because the server
+// did not answer within the failure timeout (connecting or connected)
+// fails such a call at once instead (NotExecuted too): a server that is
+// gone fails a call within one failure timeout, not two. Nothing else is ever sent again, a call
 // the server refused (ResourceExhausted) included: NotExecuted tells the
 // caller which failures it may retry, here or elsewhere.
 type Session struct {

@@ -51,6 +51,11 @@ func (c Code) String() string {
 // errors.Is matches an *Error against another *Error with the same code, so
 // errors.Is(err, erpc.ErrUnavailable) works, and against its cause, so
 // errors.Is(err, context.DeadlineExceeded) works too.
+//
+// A handler that returns a nil *Error as its error (a non-nil error
+// holding a nil pointer: `var e *erpc.Error; return nil, e`) has not said
+// it succeeded: the call fails with Unknown, "handler returned a nil
+// *erpc.Error". A nil *Error's methods and CodeOf (Unknown) do not panic.
 type Error struct {
 	Code  Code
 	Msg   string
@@ -68,12 +73,20 @@ type Detail struct {
 	Value []byte
 }
 
-// Errorf returns an error with a code, for handlers to return.
+// errNilError is the text of a nil *Error.
+const errNilError = "nil *erpc.Error"
+
+// Errorf returns an error with a code, for handlers to return. Codes are
+// OK to Unauthenticated: a handler's error with a larger code reaches the
+// client as Unknown, with its message.
 func Errorf(code Code, format string, args ...any) *Error {
 	return &Error{Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (e *Error) Error() string {
+	if e == nil {
+		return "erpc: " + errNilError
+	}
 	if e.Msg == "" {
 		return "erpc: " + e.Code.String()
 	}
@@ -81,12 +94,17 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns the cause.
-func (e *Error) Unwrap() error { return e.Cause }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Cause
+}
 
 // Is reports whether target is an *Error with the same code.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code && t.Msg == "" && t.Cause == nil
+	return ok && e != nil && t != nil && t.Code == e.Code && t.Msg == "" && t.Cause == nil
 }
 
 // Sentinels for errors.Is: each matches any error with its code.
@@ -101,15 +119,18 @@ var (
 )
 
 // CodeOf returns the code of err: OK for nil, the code of an *Error in its
-// chain, else the code of a gRPC status in it (an error with a GRPCStatus
-// method, as grpc's status.Error returns), Canceled or DeadlineExceeded
-// for context errors, Unknown otherwise.
+// chain (Unknown for a nil *Error), else the code of a gRPC status in it
+// (an error with a GRPCStatus method, as grpc's status.Error returns),
+// Canceled or DeadlineExceeded for context errors, Unknown otherwise.
 func CodeOf(err error) Code {
 	if err == nil {
 		return OK // before e, which escapes: no allocation for a success
 	}
 	var e *Error
 	if errors.As(err, &e) {
+		if e == nil {
+			return Unknown
+		}
 		return e.Code
 	}
 	if e := grpcStatusError(err); e != nil {
@@ -134,10 +155,20 @@ func contextCode(err error) Code {
 // *Error in its chain as it is; else a gRPC status in it, with its code,
 // message and details (see grpcStatusError); else Canceled or
 // DeadlineExceeded for a context error, Unknown for any other, with err's
-// text as the message.
+// text as the message. A nil *Error (a non-nil error interface that holds
+// one) answers Unknown, saying so; a code above Unauthenticated answers
+// Unknown with the error's message.
 func statusOf(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
+		switch {
+		case e == nil: // a non-nil error that holds no status: a handler's bug
+			return &Error{Code: Unknown, Msg: "handler returned a " + errNilError}
+		case e.Code > Unauthenticated: // not a code a client knows
+			c := *e
+			c.Code = Unknown
+			return &c
+		}
 		return e
 	}
 	if e := grpcStatusError(err); e != nil {
@@ -194,6 +225,9 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 		return e
 	}
 	code := Code(status)
+	if code > Unauthenticated { // no code we know: a server of another kind, or hostile
+		code = Unknown
+	}
 	msgText, details := decodeErrorPayload(msg)
 	details, refused := withoutNotExecuted(details) // the server refused it before it ran
 	var e *Error

@@ -8,6 +8,10 @@
 //     program imports it (generated erpc stubs do);
 //   - anything a codec added with Register accepts.
 //
+// A nil message (a nil pointer) is an error from every built-in codec,
+// both to encode and to decode into, never a panic: erpc.Invoke refuses a
+// nil request with InvalidArgument before sending it.
+//
 // This package needs only the standard library, so erpc's core depends on
 // no serialization library; the raw path never pays for codecs at all.
 package codec
@@ -95,6 +99,9 @@ func (Raw) Marshal(b []byte, v any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("codec: raw needs *[]byte, got %T", v)
 	}
+	if p == nil {
+		return nil, errNilMessage("raw", v)
+	}
 	return append(b, *p...), nil
 }
 
@@ -102,6 +109,9 @@ func (Raw) Unmarshal(data []byte, v any) error {
 	p, ok := v.(*[]byte)
 	if !ok {
 		return fmt.Errorf("codec: raw needs *[]byte, got %T", v)
+	}
+	if p == nil {
+		return errNilTarget("raw", v)
 	}
 	*p = append((*p)[:0], data...)
 	return nil
@@ -114,6 +124,9 @@ type Binary struct{}
 func (Binary) Name() string { return "binary" }
 
 func (Binary) Marshal(b []byte, v any) ([]byte, error) {
+	if isNil(v) {
+		return nil, errNilMessage("binary", v)
+	}
 	switch m := v.(type) {
 	case encoding.BinaryAppender:
 		return m.AppendBinary(b)
@@ -129,6 +142,9 @@ func (Binary) Unmarshal(data []byte, v any) error {
 	if !ok {
 		return fmt.Errorf("codec: binary needs UnmarshalBinary, got %T", v)
 	}
+	if isNil(v) {
+		return errNilTarget("binary", v)
+	}
 	return m.UnmarshalBinary(data)
 }
 
@@ -140,8 +156,35 @@ type JSON struct{}
 func (JSON) Name() string { return "json" }
 
 func (JSON) Marshal(b []byte, v any) ([]byte, error) {
+	if isNil(v) {
+		return nil, errNilMessage("json", v)
+	}
 	data, err := json.Marshal(v)
 	return append(b, data...), err
 }
 
-func (JSON) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+func (JSON) Unmarshal(data []byte, v any) error {
+	if isNil(v) {
+		return errNilTarget("json", v)
+	}
+	return json.Unmarshal(data, v)
+}
+
+// isNil reports whether v is nil or a nil pointer: no message to encode
+// and nowhere to decode one. Every built-in codec refuses it with an
+// error, never a panic, so the typed API can answer InvalidArgument.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+func errNilMessage(codec string, v any) error {
+	return fmt.Errorf("codec: %s: cannot encode a nil %T", codec, v)
+}
+
+func errNilTarget(codec string, v any) error {
+	return fmt.Errorf("codec: %s: cannot decode into a nil %T", codec, v)
+}

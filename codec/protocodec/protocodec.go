@@ -38,6 +38,9 @@ func (Codec) Marshal(b []byte, v any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("protocodec: needs a proto.Message, got %T", v)
 	}
+	if !m.ProtoReflect().IsValid() { // a nil *Msg
+		return nil, fmt.Errorf("protocodec: cannot encode a nil %T", v)
+	}
 	return proto.MarshalOptions{}.MarshalAppend(b, m)
 }
 
@@ -45,6 +48,9 @@ func (Codec) Unmarshal(data []byte, v any) error {
 	m, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("protocodec: needs a proto.Message, got %T", v)
+	}
+	if !m.ProtoReflect().IsValid() { // a nil *Msg
+		return fmt.Errorf("protocodec: cannot decode into a nil %T", v)
 	}
 	return proto.Unmarshal(data, m)
 }

@@ -1,7 +1,8 @@
 // Package shm is erpc-go's same-host transport: datagrams between processes
 // through shared memory, with no system call on the data path while both
 // sides are busy. It needs Linux 5.1 or later (F_SEAL_FUTURE_WRITE);
-// elsewhere Listen reports ErrNotSupported.
+// elsewhere, an older kernel included (Listen asks it once), Listen
+// reports ErrNotSupported, saying why.
 //
 // An endpoint listens on a unix socket ("shm:///path/to/socket"). A peer
 // connects to it; each side creates a memfd holding the single-producer,

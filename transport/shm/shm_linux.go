@@ -122,6 +122,9 @@ var (
 // file at path (left by a process that died) is replaced; one that a live
 // process listens on is an error.
 func Listen(path string, opts Options) (*Transport, error) {
+	if err := checkSeals(); err != nil {
+		return nil, err // an old kernel: ErrNotSupported, saying why
+	}
 	t := &Transport{
 		opts:       opts,
 		ringSize:   ringSizeOf(opts.RingSize),

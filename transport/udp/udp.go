@@ -11,6 +11,7 @@
 package udp
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -110,6 +111,11 @@ var (
 	_ transport.Transport   = (*Transport)(nil)
 	_ transport.PacketSizer = (*Transport)(nil)
 )
+
+// ErrNotSupported is matched, with errors.Is, by the error of a Listen that
+// asks for what this build's transport cannot do (several paths from the
+// portable one): a permanent error, not worth trying again.
+var ErrNotSupported = errors.New("udp: not supported by this build's transport")
 
 // Listen opens a UDP transport on addr ("host:port"; port 0 picks one).
 func Listen(addr string, opts Options) (*Transport, error) {

@@ -4,6 +4,7 @@ package udp
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -214,5 +215,5 @@ func (t *Transport) Close() error {
 
 // addPath is not supported by the portable transport.
 func (t *Transport) addPath(c *net.UDPConn) error {
-	return errors.New("udp: several paths need the Linux transport")
+	return fmt.Errorf("%w: several paths need the Linux transport", ErrNotSupported)
 }
