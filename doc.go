@@ -230,7 +230,8 @@
 //     spin.go (the default mode's adaptive spin window), busypoll.go (a
 //     busy-polling loop's hold on its thread), watch.go (whether a
 //     goroutine is the loop, and the stall log), handoff.go (an inline
-//     handler that blocks gives the loop to a fresh goroutine), queue.go (the commands
+//     handler that blocks gives the loop to a fresh goroutine), goexit.go
+//     (a handler that calls runtime.Goexit), queue.go (the commands
 //     other goroutines hand the loop), endpoint.go (Endpoint: Listen,
 //     transports by scheme, Post, Close, Shutdown, Stats).
 //   - The protocol engine: internal/proto (sans-I/O; its doc says what

@@ -320,7 +320,9 @@ func (ep *Endpoint) Close() error {
 // flight (both the ones this endpoint makes and the ones it serves) have
 // completed or ctx ends, then closes the endpoint. It returns ctx's error if
 // it had to cut calls short. Called from an inline handler, it hands the
-// loop off first (see WithHandoff) and waits as a Background handler; it
+// loop off first (see WithHandoff) and waits as a Background handler (its
+// own request's answer then comes after the close: its caller gets
+// Unavailable); it
 // cannot wait from a continuation, a Post function or an OnLoop handler,
 // where it fails at once. Streams are not waited for (they may never
 // end): Shutdown ends the ones it serves at once, both sides, with

@@ -200,7 +200,7 @@ func (ep *Endpoint) runInline(now proto.Time, q Request) {
 		ep.watch.inline.Store(r)
 	}
 	r.state.Or(phInline)
-	ep.runHandler(q)
+	ep.runHandler(q, exitPlan{ep: ep, inline: true})
 	s := r.state.And(^uint64(phInline)) // returns the old value
 	if s&phInline == 0 {
 		ep.leaveHandedOff(r) // does not return
@@ -213,15 +213,29 @@ func (ep *Endpoint) runInline(now proto.Time, q Request) {
 
 // runHandler runs q's handler, turning a panic into an Internal error if
 // the request is not answered yet. The request is recycled only after this
-// returns, so a panic after the answer cannot reach another request.
-func (ep *Endpoint) runHandler(q Request) {
+// returns, so a panic after the answer cannot reach another request. A
+// handler that ends its goroutine (runtime.Goexit, as t.FailNow does)
+// never returns here: its request gets the same Internal answer, and
+// exit does for the ending goroutine what its caller would have done.
+func (ep *Endpoint) runHandler(q Request, exit exitPlan) {
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
-			name := q.r.handler.name // the run's reference keeps it, answered or not
+		p := recover()
+		if p == nil && returned {
+			return
+		}
+		name := q.r.handler.name // the run's reference keeps it, answered or not
+		if p != nil {
 			answered := q.RespondError(Errorf(Internal, "handler panicked: %v", p)) != nil
 			ep.log.Error(fmt.Sprintf("erpc: handler %q panicked: %v\n%s", name, p, debug.Stack()),
 				"method", name, "panic", fmt.Sprint(p), "after_answer", answered)
+			return
 		}
+		answered := q.RespondError(Errorf(Internal, "handler called runtime.Goexit")) != nil
+		ep.log.Error(fmt.Sprintf("erpc: handler %q called runtime.Goexit (t.FailNow or similar)", name),
+			"method", name, "after_answer", answered)
+		exit.goexit(q.r)
 	}()
 	q.r.handler.run(q)
+	returned = true
 }

@@ -48,7 +48,10 @@ const defaultHandoff = 100 * time.Microsecond
 // hands its event loop to a fresh goroutine and lets the handler finish
 // off the loop, as a Background handler. Default (and 0) 100 us; a
 // negative value turns handoff off (an inline handler then holds the loop
-// until it returns, however long).
+// until it returns, however long; a blocking Call, Dial or Shutdown it
+// makes still hands the loop off first, since the loop could never answer
+// it otherwise). A handler that ends its goroutine (runtime.Goexit) gets
+// an Internal answer, and the loop goes on on a fresh goroutine.
 func WithHandoff(d time.Duration) Option {
 	if d == 0 {
 		d = defaultHandoff
@@ -71,7 +74,10 @@ func (ep *Endpoint) watchLoop() {
 	if ep.opts.handoff > 0 {
 		ep.watch.checksPerHandoff = int((ep.opts.handoff + every - 1) / every)
 	}
-	var sinceStallCheck time.Duration
+	// The stall check goes by the clock, not by counting ticks: an idle
+	// process's timers fire up to a millisecond late, so 5000 ticks of
+	// 100 us can take seconds.
+	nextStallCheck := ep.now().Add(ep.opts.stall / 2)
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -84,8 +90,8 @@ func (ep *Endpoint) watchLoop() {
 			ep.checkHandoff()
 		}
 		if ep.opts.stall > 0 {
-			if sinceStallCheck += every; sinceStallCheck >= ep.opts.stall/2 {
-				sinceStallCheck = 0
+			if now := ep.now(); now >= nextStallCheck {
+				nextStallCheck = now.Add(ep.opts.stall / 2)
 				ep.checkStall()
 			}
 		}

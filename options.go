@@ -126,6 +126,10 @@ func WithWindow(n int) Option { return func(o *options) { o.engine.Window = n } 
 func WithCredits(n int) Option { return func(o *options) { o.engine.Credits = n } }
 
 // WithMaxMessageSize sets the largest request or response (default 8 MiB).
+// Metadata counts toward it: a request's metadata, and a response's
+// headers and trailers, travel in the same message, so a response that
+// fits alone but not with its headers fails with Internal naming both
+// sizes.
 func WithMaxMessageSize(n int) Option { return func(o *options) { o.engine.MaxMsgSize = n } }
 
 // WithMaxPacketSize sets the largest datagram, header included (default

@@ -147,15 +147,16 @@ func (p *workerPool) spawn(q Request) bool {
 
 // run runs a background handler, with its method in the goroutine's pprof
 // labels (a CPU profile then splits the workers' time by method).
-func (p *workerPool) run(q Request) {
+func (p *workerPool) run(q Request, queue chan Request) {
 	pprof.SetGoroutineLabels(q.r.handler.labels)
+	exit := exitPlan{ep: p.ep, pool: p, queue: queue}
 	if p.admit.target > 0 {
 		start := time.Now()
-		p.ep.runHandler(q)
+		p.ep.runHandler(q, exit)
 		end := time.Now()
 		p.admit.observe(end.Sub(start), end.Sub(q.r.queued))
 	} else {
-		p.ep.runHandler(q)
+		p.ep.runHandler(q, exit)
 	}
 	pprof.SetGoroutineLabels(context.Background())
 	q.r.release(false)
@@ -165,13 +166,13 @@ func (p *workerPool) run(q Request) {
 func (p *workerPool) fixedWorker(queue chan Request) {
 	defer p.enroll()()
 	for q := range queue {
-		p.run(q)
+		p.run(q, queue)
 	}
 }
 
 func (p *workerPool) elasticWorker(q Request) {
 	defer p.enroll()()
-	p.run(q)
+	p.run(q, nil)
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
@@ -180,7 +181,7 @@ func (p *workerPool) elasticWorker(q Request) {
 			if !ok {
 				return
 			}
-			p.run(q)
+			p.run(q, nil)
 			t.Reset(workerIdle)
 		case <-t.C:
 			return
