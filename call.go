@@ -133,6 +133,10 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	}
 	meta := false
 	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
+		if e := metadataTooLarge(md); e != nil {
+			e.Msg = fmt.Sprintf("call %q to %s: %s", method, s.target, e.Msg)
+			return nil, notRun(e)
+		}
 		req, meta = withMetadata(md, req) // a copy of req behind the block
 	}
 	c := getCall(s, method, req, resp)
