@@ -82,6 +82,9 @@ func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 func runScenario(b *scenario.Bench) error {
 	switch b.Cfg.Scenario {
 	case "latency", "rate", "table", "bandwidth":
+		if b.Cfg.Blocking {
+			return b.RunBlocking()
+		}
 		return b.RunGrid(0, nil)
 	case "sessions":
 		return b.RunSessions()
