@@ -22,7 +22,10 @@ const BlockingInflight = 10
 // BlockingInflight; the loaded one carries p50_rel_unloaded, its echo p50
 // over the unloaded one's, and both blocking_calls_per_s, the Block calls
 // answered per second (0 unloaded), which shows whether the blocked calls
-// ran one at a time.
+// ran one at a time; the loaded one blocking_call_mean_ms, their mean
+// latency. -window defaults to 2 x BlockingInflight here (ParseGridFlags):
+// a session's window is the smaller of its ends', and the server's
+// default, 8, would hold two of the load's calls back.
 func (b *Bench) RunBlocking() error {
 	var peers []*systems.Peer
 	for _, s := range b.Cfg.Systems {
@@ -51,9 +54,9 @@ func (b *Bench) RunBlocking() error {
 			b.Out.Add(idle)
 			b.Out.Add(loaded)
 			rel := loaded.H.Quantile(0.5) / idle.H.Quantile(0.5)
-			notes = append(notes, fmt.Sprintf("#   %s %s: echo p50 %s unloaded, %s under the blocking load = %.2fx (target <= 1.2x); Block calls answered %.1f/s",
+			notes = append(notes, fmt.Sprintf("#   %s %s: echo p50 %s unloaded, %s under the blocking load = %.2fx (target <= 1.2x); Block calls answered %.1f/s, mean %.1f ms",
 				p.System, report.HumanSize(pt.Size), report.HumanUs(idle.H.Quantile(0.5)/1e3), report.HumanUs(loaded.H.Quantile(0.5)/1e3),
-				rel, loaded.Extra["blocking_calls_per_s"]))
+				rel, loaded.Extra["blocking_calls_per_s"], loaded.Extra["blocking_call_mean_ms"]))
 		}
 	}
 	b.Out.Finish()
@@ -73,7 +76,7 @@ func (b *Bench) blockingPoint(p *systems.Peer, pt meter.Point) (idle, loaded met
 	if rounds > 1 {
 		sub.Warmup = max(pt.Warmup/time.Duration(rounds), roundWarmup)
 	}
-	var perSec float64
+	var perSec, meanMs float64
 	for r := range rounds {
 		for k := range 2 {
 			withLoad := (k+r)%2 == 1
@@ -86,16 +89,18 @@ func (b *Bench) blockingPoint(p *systems.Peer, pt meter.Point) (idle, loaded met
 				return idle, loaded, err
 			}
 			res := b.Measure(p, sub)
-			rate, errs, first := load.Stop()
+			rate, mean, errs, first := load.Stop()
 			if errs > 0 {
 				return idle, loaded, fmt.Errorf("%d blocking calls failed: %w", errs, first)
 			}
 			perSec += rate / float64(rounds)
+			meanMs += float64(mean) / 1e6 / float64(rounds)
 			absorb(&loaded, res, r == 0 && k == 0)
 		}
 	}
 	idle.Extra = withBlocking(idle.Extra, 0, 0)
 	loaded.Extra = withBlocking(loaded.Extra, BlockingInflight, perSec)
+	loaded.Extra["blocking_call_mean_ms"] = report.Round3(meanMs)
 	if q := idle.H.Quantile(0.5); q > 0 {
 		loaded.Extra["p50_rel_unloaded"] = report.Round3(loaded.H.Quantile(0.5) / q)
 	}

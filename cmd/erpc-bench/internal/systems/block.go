@@ -2,7 +2,6 @@ package systems
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -28,11 +27,12 @@ func handleBlock(srv *erpc.Server) error {
 // BlockingLoad keeps calls to the server's Block handler in flight from
 // an endpoint and session of its own, until Stop.
 type BlockingLoad struct {
-	ep     *erpc.Endpoint
-	sess   *erpc.Session
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ep       *erpc.Endpoint
+	sess     *erpc.Session
+	stopping atomic.Bool
+	wg       sync.WaitGroup
 	calls  atomic.Int64
+	callNS atomic.Int64 // the answered calls' latencies, summed
 	errs   atomic.Int64
 	first  atomic.Pointer[error]
 	t0     time.Time
@@ -45,52 +45,53 @@ func StartBlockingLoad(target, transport string, inflight int) (*BlockingLoad, e
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	sess, err := ep.Dial(dctx, target)
 	dcancel()
 	if err != nil {
-		cancel()
 		ep.Close()
 		return nil, fmt.Errorf("blocking load: dial %s: %w", target, err)
 	}
-	l := &BlockingLoad{ep: ep, sess: sess, cancel: cancel, t0: time.Now()}
+	l := &BlockingLoad{ep: ep, sess: sess, t0: time.Now()}
 	for range inflight {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			for ctx.Err() == nil {
-				cctx, ccancel := context.WithTimeout(ctx, 30*time.Second)
+			for !l.stopping.Load() {
+				cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+				t0 := time.Now()
 				_, err := sess.Call(cctx, "Block", nil, nil)
 				ccancel()
-				switch {
-				case err == nil:
-					l.calls.Add(1)
-				case ctx.Err() == nil:
+				if err != nil {
 					l.errs.Add(1)
 					l.first.CompareAndSwap(nil, &err)
+					continue
 				}
+				l.callNS.Add(int64(time.Since(t0)))
+				l.calls.Add(1)
 			}
 		}()
 	}
 	return l, nil
 }
 
-// Stop ends the load, waiting for the calls in flight to be canceled, and
-// returns the Block calls answered per second and the failed calls (the
-// first one's error).
-func (l *BlockingLoad) Stop() (perSec float64, errs int64, first error) {
+// Stop ends the load: no new calls, and it waits for the ones in flight
+// to be answered, so that none is left queued at the server to weigh on
+// what is measured next. It returns the Block calls answered per second
+// and their mean latency, until Stop, and the failed calls (the first
+// one's error).
+func (l *BlockingLoad) Stop() (perSec float64, mean time.Duration, errs int64, first error) {
 	secs := time.Since(l.t0).Seconds()
 	calls := l.calls.Load()
-	l.cancel()
+	if calls > 0 {
+		mean = time.Duration(l.callNS.Load() / calls)
+	}
+	l.stopping.Store(true)
 	l.wg.Wait()
 	l.sess.Close()
 	l.ep.Close()
 	if p := l.first.Load(); p != nil {
 		first = *p
 	}
-	if first == nil && l.errs.Load() > 0 {
-		first = errors.New("blocking load: a call failed")
-	}
-	return float64(calls) / secs, l.errs.Load(), first
+	return float64(calls) / secs, mean, l.errs.Load(), first
 }
