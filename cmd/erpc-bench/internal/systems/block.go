@@ -31,11 +31,11 @@ type BlockingLoad struct {
 	sess     *erpc.Session
 	stopping atomic.Bool
 	wg       sync.WaitGroup
-	calls  atomic.Int64
-	callNS atomic.Int64 // the answered calls' latencies, summed
-	errs   atomic.Int64
-	first  atomic.Pointer[error]
-	t0     time.Time
+	calls    atomic.Int64
+	callNS   atomic.Int64 // the answered calls' latencies, summed
+	errs     atomic.Int64
+	first    atomic.Pointer[error]
+	t0       time.Time
 }
 
 // StartBlockingLoad opens an endpoint on transport, dials target and
