@@ -41,7 +41,8 @@
 // round trip of one message on each of N bidirectional streams at once
 // (ping-pong, one message in flight per stream); and a slow-consumer row,
 // a stream read one message a millisecond beside one read flat out, whose
-// rel_solo is the fast one's rate over the one-stream row's.
+// rel_solo is the fast one's rate over that of one stream alone on the
+// same session, measured in the same rounds.
 //
 // The slo scenario offers open-loop Poisson load to a server with a fixed
 // number of workers and reports the highest throughput whose p99 stays

@@ -33,7 +33,7 @@ func smokeStream(t *testing.T) {
 			}
 			if m["kind"] == "slow-consumer" {
 				slow++
-				if m["rel_solo"] == nil || m["rel_solo"].(float64) <= 0 || m["streams"] != 1.0 {
+				if m["rel_solo"] == nil || m["rel_solo"].(float64) <= 0 || m["solo_msgs_per_s"].(float64) <= 0 || m["streams"] != 1.0 {
 					t.Errorf("%s slow consumer: %v", sys, m)
 				}
 				continue

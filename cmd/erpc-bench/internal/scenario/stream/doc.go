@@ -20,9 +20,10 @@
 // With -slow (default), a slow-consumer row per size and system: on one
 // session (connection), a stream whose reader takes one message a
 // millisecond beside a stream read flat out; msgs_per_s is the fast
-// stream's alone and rel_solo is it over the N=1 row's rate of the same
-// system and size in the same run (the promise: a slow reader backs up
-// only its own stream). Its p50_us is 0 (not measured).
+// stream's, solo_msgs_per_s one stream's alone on the same session,
+// measured in the same rounds (before and after, alternately), and
+// rel_solo the first over the second (the promise: a slow reader backs
+// up only its own stream). Its p50_us is 0 (not measured).
 //
 // Systems alternate row by row in -rounds rounds (each -d/rounds after a
 // warm-up of its own), so that drift over the run touches both alike.

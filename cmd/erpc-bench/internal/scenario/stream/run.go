@@ -77,24 +77,19 @@ func Run(b *scenario.Bench) error {
 			"P50-P99: round trip of one message on each of N bidi streams (ping-pong); %d round(s)\n", sc.rounds)
 	}
 	b.Out.Expect(len(rows) * len(peers))
-	solo := map[string]float64{} // system/size: the rate of one stream alone
 	var notes []string
 	for _, rw := range rows {
 		for i, r := range measureRow(peers, rw, sc.rounds, b.Cfg.Warmup, b.Cfg.Dur) {
-			key := fmt.Sprintf("%s/%d", peers[i].system, rw.size)
 			rate := 0.0
 			if r.Secs > 0 {
 				rate = float64(r.Ops) / r.Secs
 			}
 			r.Extra["msgs_per_s"] = report.Round3(rate)
-			switch {
-			case !rw.slow && rw.streams == 1:
-				solo[key] = rate
-			case rw.slow && solo[key] > 0:
-				rel := rate / solo[key]
+			if solo, ok := r.Extra["solo_msgs_per_s"].(float64); ok && rw.slow && solo > 0 {
+				rel := rate / solo
 				r.Extra["rel_solo"] = report.Round3(rel)
-				notes = append(notes, fmt.Sprintf("#   slow consumer, %s: %s's other stream %s msg/s = %.3fx its solo rate",
-					report.HumanSize(rw.size), peers[i].system, report.HumanCount(rate), rel))
+				notes = append(notes, fmt.Sprintf("#   slow consumer, %s: %s's other stream %s msg/s = %.3fx its solo rate (%s msg/s, same rounds)",
+					report.HumanSize(rw.size), peers[i].system, report.HumanCount(rate), rel, report.HumanCount(solo)))
 			}
 			if rw.slow && !b.Cfg.JSON {
 				b.Out.Done++ // a note below the table, not a row of it
@@ -129,13 +124,44 @@ func measureRow(peers []*peer, rw row, rounds int, warmup, dur time.Duration) []
 			out[i].Extra["slow_streams"] = 1
 		}
 	}
+	soloMsgs, soloSecs := make([]int64, len(peers)), make([]float64, len(peers))
 	for r := range rounds {
 		for j := range peers {
 			i := (j + r) % len(peers)
-			measureOnce(peers[i].cli, rw, warmup, sub, &out[i])
+			if !rw.slow {
+				measureOnce(peers[i].cli, rw, warmup, sub, &out[i])
+				continue
+			}
+			// The reference, one stream alone, in the same round: before
+			// the slow-consumer measurement in even rounds, after in odd.
+			for k := range 2 {
+				if (k+r)%2 == 0 {
+					msgs, secs, err := measureRate(peers[i].cli, rw.size, 1, false, warmup, sub)
+					soloMsgs[i], soloSecs[i] = soloMsgs[i]+msgs, soloSecs[i]+secs
+					addErr(&out[i], err)
+				} else {
+					measureOnce(peers[i].cli, rw, warmup, sub, &out[i])
+				}
+			}
+		}
+	}
+	for i := range out {
+		if rw.slow && soloSecs[i] > 0 {
+			out[i].Extra["solo_msgs_per_s"] = report.Round3(float64(soloMsgs[i]) / soloSecs[i])
 		}
 	}
 	return out
+}
+
+// addErr counts err, if any, in res and keeps the first.
+func addErr(res *meter.Result, err error) {
+	if err == nil {
+		return
+	}
+	res.Errs++
+	if res.FirstErr == nil {
+		res.FirstErr = err
+	}
 }
 
 // measureOnce adds one round of rw on c to res: the rate, then (except
@@ -144,22 +170,12 @@ func measureOnce(c client, rw row, warmup, dur time.Duration, res *meter.Result)
 	msgs, secs, err := measureRate(c, rw.size, rw.streams, rw.slow, warmup, dur)
 	res.Ops += msgs
 	res.Secs += secs
-	if err != nil {
-		res.Errs++
-		if res.FirstErr == nil {
-			res.FirstErr = err
-		}
-	}
+	addErr(res, err)
 	if rw.slow {
 		return
 	}
 	h, err := measurePing(c, rw.size, rw.streams, warmup/2, dur/2)
 	res.H.Merge(&h)
 	res.Extra["pingpong_round_trips"] = int64(res.H.N)
-	if err != nil {
-		res.Errs++
-		if res.FirstErr == nil {
-			res.FirstErr = err
-		}
-	}
+	addErr(res, err)
 }
