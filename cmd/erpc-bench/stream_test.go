@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"io"
+	"strings"
 	"testing"
+
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario"
 )
 
 // smokeStream runs the stream scenario briefly, erpc beside gRPC, with
@@ -68,5 +73,30 @@ func smokeBlocking(t *testing.T) {
 	}
 	if loaded["ops"].(float64) > 0 && loaded["p50_rel_unloaded"] == nil {
 		t.Errorf("loaded row without its ratio: %v", loaded)
+	}
+}
+
+// TestStreamAndBlockingFlags checks what the stream scenario and latency
+// -blocking accept and refuse.
+func TestStreamAndBlockingFlags(t *testing.T) {
+	c, err := parseFlags([]string{"stream"}, io.Discard)
+	if err != nil || strings.Join(c.Systems, ",") != "erpc,grpc" || fmt.Sprint(c.Sizes) != "[32 65536]" || fmt.Sprint(c.Conc) != "[1 16]" {
+		t.Fatalf("stream defaults: %+v, %v", c, err)
+	}
+	c, err = parseFlags([]string{"latency", "-blocking", "-vs", "grpc,erpc-call"}, io.Discard)
+	if err != nil || strings.Join(c.Systems, ",") != "erpc,erpc-call" || c.Window != 2*scenario.BlockingInflight {
+		t.Fatalf("latency -blocking: %+v, %v", c, err)
+	}
+	for _, bad := range [][]string{
+		{"stream", "-streams", "0"},
+		{"stream", "-streams", "2000"},
+		{"stream", "-vs", "drpc"},
+		{"stream", "-size", "8M"},
+		{"stream", "-rounds", "0"},
+		{"rate", "-blocking"},
+	} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
 	}
 }
