@@ -13,6 +13,8 @@
 //	go run ./cmd/erpc-bench bandwidth -size 8M
 //	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
 //	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
+//	go run ./cmd/erpc-bench latency -blocking -size 32 -rounds 4
+//	go run ./cmd/erpc-bench stream -size 32,64K -streams 1,16 -vs grpc
 //	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
 //	go run ./cmd/erpc-bench latency -busy -size 32 -vs raw-udp,udp-floor
 //	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
@@ -27,6 +29,20 @@
 // (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
 // bandwidth scenario always adds a "memcpy" column and JSON line: the same
 // sizes copied in the client's process, the reference for GB/s.
+//
+// latency -blocking measures erpc's echo p50 unloaded and while another
+// session keeps 10 calls in flight to a handler that blocks 100 ms,
+// registered with a plain Server.Handle (no Background): the two rows
+// and their ratio, p50_rel_unloaded (the target: at most 1.2).
+//
+// The stream scenario measures erpc's streams beside gRPC-Go's streaming
+// (a raw-bytes codec, TCP loopback): messages per second and Gb/s of N
+// server streams on one session (connection) read flat out; p50_us, the
+// round trip of one message on each of N bidirectional streams at once
+// (ping-pong, one message in flight per stream); and a slow-consumer row,
+// a stream read one message a millisecond beside one read flat out, whose
+// rel_solo is the fast one's rate over that of one stream alone on the
+// same session, measured in the same rounds.
 //
 // The slo scenario offers open-loop Poisson load to a server with a fixed
 // number of workers and reports the highest throughput whose p99 stays
@@ -48,10 +64,12 @@
 //	scenario                    package            systems
 //	latency rate table          scenario           systems: erpc erpc-call erpc-nocc erpc-udp raw-udp
 //	                                               udp-floor udp-plain raw-shm grpc netrpc drpc
+//	latency -blocking           scenario           systems: erpc erpc-call (load: systems.BlockingLoad)
 //	bandwidth                   scenario           the same, and memcpy
 //	sessions, loss              scenario           systems: erpc erpc-call
 //	slo                         scenario/slo       its own: erpc jbsq hash inline, grpc (load: openloop)
 //	raft                        scenario/raft      its own: erpc raft-tcp etcd-rawnode
+//	stream                      scenario/stream    its own: erpc grpc (servers stream-erpc, stream-grpc)
 //	incast                      scenario/network   its own senders: erpc erpc-nocc grpc (server: testbed)
 //	multipath                   scenario/network   its own: erpc erpc-1path erpc-spray grpc (server: testbed)
 //	loss -testbed               scenario/network   systems' erpc clients and grpc (server: testbed)

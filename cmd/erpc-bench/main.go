@@ -14,6 +14,7 @@ import (
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/network"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/raft"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/slo"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/stream"
 )
 
 func main() {
@@ -57,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // scenarioNames are the scenarios, in the usage message's order.
-var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "incast", "multipath"}
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "stream", "incast", "multipath"}
 
 // parseFlags parses the command line: the scenario, then its flags.
 func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
@@ -69,6 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 		return raft.ParseFlags(args[1:], stderr)
 	case "slo":
 		return slo.ParseFlags(args[1:], stderr)
+	case "stream":
+		return stream.ParseFlags(args[1:], stderr)
 	case "incast", "multipath":
 		return network.ParseFlags(args[0], args[1:], stderr)
 	}
@@ -79,6 +82,9 @@ func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 func runScenario(b *scenario.Bench) error {
 	switch b.Cfg.Scenario {
 	case "latency", "rate", "table", "bandwidth":
+		if b.Cfg.Blocking {
+			return b.RunBlocking()
+		}
 		return b.RunGrid(0, nil)
 	case "sessions":
 		return b.RunSessions()
@@ -91,6 +97,8 @@ func runScenario(b *scenario.Bench) error {
 		return raft.Run(b)
 	case "slo":
 		return slo.Run(b)
+	case "stream":
+		return stream.Run(b)
 	case "incast":
 		return network.RunIncast(b)
 	case "multipath":

@@ -34,6 +34,7 @@ func TestScenariosJSON(t *testing.T) {
 	}{
 		{"latency", "udp", smokeLatency},
 		{"latency", "shm", smokeShm},
+		{"latency", "blocking", smokeBlocking},
 		{"rate", "grpc-netrpc-drpc", smokeRate},
 		{"table", "raw-udp", smokeTable},
 		{"bandwidth", "raw-udp-memcpy", smokeBandwidth},
@@ -42,6 +43,7 @@ func TestScenariosJSON(t *testing.T) {
 		{"slo", "sleep", smokeSLO},
 		{"slo", "kv", smokeSLOKV},
 		{"raft", "transports", smokeRaftTransports},
+		{"stream", "erpc-grpc", smokeStream},
 		{"incast", "testbed", incastScenario},
 		{"multipath", "testbed", multipathScenario},
 		{"loss", "testbed", lossTestbedScenario},
@@ -93,6 +95,8 @@ var documentedCommands = [][]string{
 	{"incast", "-senders", "16,50", "-plot", "docs/incast.svg"},
 	{"multipath", "-fast", "250M", "-slow", "50M"},
 	{"loss", "-testbed", "-loss", "1e-4,1e-3,1e-2", "-vs", "grpc"},
+	{"stream", "-size", "32,64K", "-streams", "1,16", "-vs", "grpc"},
+	{"latency", "-blocking", "-size", "32", "-rounds", "4"},
 	// README.md.
 	{"raft", "-transport", "shm"},
 	// BENCHMARKS.md.

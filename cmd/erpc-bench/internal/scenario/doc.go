@@ -6,10 +6,12 @@
 // ParseGridFlags parses, and RunGrid, RunSessions and RunLoss run, the
 // scenarios that measure a grid of sizes and concurrencies on the
 // systems: latency, rate, table, bandwidth (with memcpy beside), sessions
-// and loss (erpc only).
+// and loss (erpc only); RunBlocking runs latency -blocking (erpc only,
+// each point unloaded and beside a session of blocking calls).
 //
 // The other scenarios live in subpackages, each with its own flags and
 // systems: slo (open-loop load under a tail-latency SLO), raft (a
-// replicated key-value store) and network (incast, multipath and loss
+// replicated key-value store), stream (erpc's streams beside gRPC's) and
+// network (incast, multipath and loss
 // -testbed on the namespace testbed). main dispatches to them.
 package scenario

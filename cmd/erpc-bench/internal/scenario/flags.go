@@ -35,6 +35,9 @@ type Config struct {
 	// incast, multipath: *netConfig).
 	Ext     any
 	Testbed bool // loss: over nftables loss on a namespace testbed (package scenario/network, loss.go)
+	// Blocking: latency, each point unloaded and under blocking calls on
+	// another session (blocking.go).
+	Blocking bool
 }
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
@@ -80,8 +83,17 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.RawDgram, "raw-dgram", 0, "raw-udp: datagram size in bytes (0: the size erpc's UDP transport uses on loopback)")
 	fs.IntVar(&c.rawWindow, "raw-window", 0, "raw-udp: request bytes in flight, unacknowledged (0: 4 MiB)")
 	fs.BoolVar(&c.Testbed, "testbed", false, "loss: client and server in two network namespaces joined by a veth, nftables dropping -loss of the UDP datagrams each receives (needs root), gRPC over TCP beside erpc")
+	fs.BoolVar(&c.Blocking, "blocking", false, fmt.Sprintf("latency: erpc only; each point measured unloaded and again while another session keeps %d calls in flight to a handler that blocks %v (registered with Server.Handle, no options); -window defaults to %d", BlockingInflight, systems.BlockFor, 2*BlockingInflight))
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
+	}
+	if c.Blocking && c.Scenario != "latency" {
+		return nil, fmt.Errorf("-blocking is a flag of the latency scenario")
+	}
+	if c.Blocking && c.Window == 0 {
+		// A session's window is the smaller of its two ends': the
+		// server's must let the load's calls all be in flight at once.
+		c.Window = 2 * BlockingInflight
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -173,9 +185,10 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	case c.Scenario == "loss" && c.Testbed:
 		// The network drops packets: erpc beside gRPC over TCP.
 		c.Systems = testbedLossSystems(c.Systems)
-	case c.Scenario == "sessions" || c.Scenario == "loss":
+	case c.Scenario == "sessions" || c.Scenario == "loss" || c.Blocking:
 		// Only erpc has sessions to multiplex and loss injection to recover
-		// from; the others would measure nothing comparable.
+		// from; the others would measure nothing comparable. Their
+		// servers have no Block handler either.
 		c.Systems = onlyErpc(c.Systems)
 	}
 	return c, nil
@@ -250,5 +263,5 @@ func ParseSize(f string) (int, error) {
 
 // ErrNotBuilt is the error of a scenario that does not exist yet.
 func ErrNotBuilt(s string) error {
-	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss slo raft incast multipath)", s)
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss slo raft stream incast multipath)", s)
 }

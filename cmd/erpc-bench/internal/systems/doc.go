@@ -7,6 +7,8 @@
 //     shm, memnet), driven by Session.Go continuations on the endpoint's
 //     loop, by goroutines blocked in Session.Call, without congestion
 //     control, or over UDP beside another transport (erpc.go, spin.go);
+//     the erpc server's Block handler and BlockingLoad, the session that
+//     keeps calls to it in flight for latency -blocking (block.go);
 //   - raw-udp: the floor for UDP, erpc's sockets and batching with only a
 //     window of acknowledgements (rawudp.go, rawudp_stream.go,
 //     udpsock_linux.go, udpsock_batch_linux.go);
@@ -19,6 +21,7 @@
 //
 // It does not choose points or print results, and it does not hold the
 // systems that only one scenario drives: the slo scenario's worker
-// servers, the raft clusters, and the testbed's senders live with their
-// scenarios (package scenario/slo, scenario/raft, scenario/network).
+// servers, the raft clusters, the stream servers and the testbed's
+// senders live with their scenarios (package scenario/slo,
+// scenario/raft, scenario/stream, scenario/network).
 package systems

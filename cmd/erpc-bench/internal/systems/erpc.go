@@ -90,9 +90,13 @@ type erpcServer struct {
 // Respond sends without another copy: what BENCHMARKS.md measured.
 // (r.Respond(r.Data()) would send the request's own buffer back and skip
 // the copy; that is not what is measured here.) Sink answers every
-// request with 32 bytes, for bandwidth runs.
+// request with 32 bytes, for bandwidth runs. Block blocks for BlockFor
+// (block.go), for the latency scenario's -blocking row.
 func BenchServer() (*erpc.Server, error) {
 	srv := erpc.NewServer()
+	if err := handleBlock(srv); err != nil {
+		return nil, err
+	}
 	if err := srv.HandleRaw("Echo", func(r erpc.Request) {
 		out := r.ResponseBuffer(len(r.Data()))
 		copy(out, r.Data())
