@@ -245,7 +245,7 @@ func (s *Server) streamHandlerFor(method []byte) *streamHandler {
 type StreamStats struct {
 	Opened  uint64 // streams its handlers served
 	Active  uint64 // served streams not yet over
-	Refused uint64 // frames refused: unknown streams, beyond the window, malformed
+	Refused uint64 // frames refused: unknown streams, beyond the window (messages, and grants, clamped to it), malformed
 }
 
 type streamCounters struct {

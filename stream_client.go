@@ -130,7 +130,7 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 	if !ok {
 		return streamError(st.method, s.target, &Error{Code: Internal, Msg: "malformed answer to a stream's opening"})
 	}
-	st.send = stream.NewSender(msgs, bytes)
+	st.send = stream.NewSender(min(msgs, maxStreamMsgs), min(bytes, maxStreamBytes)) // as a server caps a client's
 	h := &s.ep.streams
 	cs := h.client(s)
 	st.cs, st.sid = cs, s.sid // the session that answered is the current one: its end comes after this

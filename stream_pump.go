@@ -249,7 +249,9 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 			wake(st.recvWake)
 		}
 	case stream.KindGrant:
-		st.send.Grant(f.MsgLimit, f.ByteLimit)
+		if st.send.Grant(f.MsgLimit, f.ByteLimit) {
+			st.sess.ep.streams.refuse() // beyond the window the server announced: clamped to it
+		}
 		if st.sendWait {
 			wake(st.sendWake)
 		}

@@ -168,7 +168,9 @@ func (st *serverStream) onFrame(f *stream.Frame) {
 			wake(st.recvWake)
 		}
 	case stream.KindGrant:
-		st.send.Grant(f.MsgLimit, f.ByteLimit)
+		if st.send.Grant(f.MsgLimit, f.ByteLimit) {
+			st.ep.streams.refuse() // beyond the window the client announced: clamped to it
+		}
 		if st.sendWait {
 			wake(st.sendWake)
 		}
