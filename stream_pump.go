@@ -190,6 +190,7 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 	if len(st.out) > 0 {
 		return b, true
 	}
+	st.out = trimOut(st.out)
 	st.queued = false
 	return b, false
 }
