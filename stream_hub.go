@@ -43,8 +43,9 @@ func (h *streamHub) server(ep *Endpoint, sid proto.SessionID, create bool) *srvS
 }
 
 // streamsSessionDown ends the streams of a session that ended (on the
-// loop): a server's streams see their context canceled, a client's fail
-// with Unavailable.
+// loop), both sides with Unavailable: a server's streams see their
+// context end, saying whether the client's session ended or this
+// endpoint closed.
 func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause error) {
 	h := &ep.streams
 	if !server {
@@ -63,7 +64,11 @@ func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause e
 	}
 	delete(h.srv, sid)
 	ss.gone = true
-	err := &Error{Code: Canceled, Msg: "the client's session ended", Cause: cause}
+	msg := "the client's session ended"
+	if ep.state.Load() == stateClosed {
+		msg = "this endpoint closed"
+	}
+	err := &Error{Code: Unavailable, Msg: msg, Cause: cause}
 	for _, st := range ss.streams {
 		st.abort(err)
 	}
@@ -246,12 +251,26 @@ func (st *serverStream) take(b []byte, max int) (_ []byte, more, ended bool) {
 	if len(st.out) > 0 {
 		return b, true, false
 	}
+	st.out = trimOut(st.out)
 	st.queued = false
 	if st.finished {
 		st.ss = nil // the End went: the stream is over on the wire
 	}
 	return b, false, st.finished
 }
+
+// trimOut is a stream's drained output buffer, dropped if a burst grew
+// it beyond keptOutBytes: an idle stream keeps a few kilobytes, not its
+// largest burst. A stream of small messages keeps its buffer, and
+// allocates nothing.
+func trimOut(out []byte) []byte {
+	if cap(out) > keptOutBytes {
+		return nil
+	}
+	return out
+}
+
+const keptOutBytes = stream.KeptFreeBytes
 
 // streamError makes a stream's error message say which stream.
 func streamError(method, target string, e *Error) *Error {
