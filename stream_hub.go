@@ -203,8 +203,8 @@ func (ss *srvSession) answer(b []byte, max int) []byte {
 	return b
 }
 
-// streamBatch is the most a batch of frames carries: a quarter of a
-// megabyte, or less if the endpoint's messages are smaller.
+// streamBatch is the most a batch of frames carries: a megabyte, or
+// less if the endpoint's messages are smaller.
 func streamBatch(ep *Endpoint) int { return min(1<<20, maxMessage(ep)) }
 
 // maxMessage is the endpoint's message limit.
