@@ -31,6 +31,7 @@ type clientStream struct {
 	recv       stream.Receiver
 	out        []byte // frames for the server not yet in a request
 	queued     bool   // a kick is on its way, or the stream is in its session's queue
+	outUse     outUse // what out held: whether to keep it
 	cancelOut  Code   // a Cancel frame with this code is due (Canceled or DeadlineExceeded)
 	header     Metadata
 	gotHeader  bool
@@ -179,7 +180,7 @@ func (st *clientStream) Send(msg []byte) error {
 		st.mu.Unlock()
 		return &Error{Code: FailedPrecondition, Msg: "Send after CloseSend"}
 	}
-	st.out = stream.AppendData(st.out, st.id, st.send.Sent(len(msg)), msg)
+	st.out = stream.AppendData(st.outUse.grow(st.out, len(msg)+stream.DataOverhead), st.id, st.send.Sent(len(msg)), msg)
 	kick := st.queueLocked()
 	st.mu.Unlock()
 	st.post(kick)

@@ -186,11 +186,13 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 		}
 	}
 	b = append(b, st.out[:n]...)
+	before := len(st.out)
 	st.out = st.out[:copy(st.out, st.out[n:])]
 	if len(st.out) > 0 {
+		st.outUse.saw(before)
 		return b, true
 	}
-	st.out = trimOut(st.out)
+	st.out = st.outUse.drained(st.out, before)
 	st.queued = false
 	return b, false
 }

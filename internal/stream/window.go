@@ -167,31 +167,33 @@ func (r *Receiver) take(n int) []byte {
 			r.free[i] = r.free[last]
 			r.free[last] = nil
 			r.free = r.free[:last]
-			r.freeBytes -= uint64(cap(b))
+			r.freeBytes -= freeCost(b)
 			return b[:0]
 		}
 	}
 	return make([]byte, 0, n)
 }
 
-// The free list keeps at most KeptFreeBytes in at most keptFreeMsgs
-// buffers (and no more than a window): enough for a steady stream of
-// small messages to allocate nothing, little enough that a stream idle
-// after a burst keeps a few kilobytes, not a window.
-const (
-	KeptFreeBytes = 64 << 10
-	keptFreeMsgs  = 16
-)
+// KeptFreeBytes bounds a receiver's free list, each buffer counted with
+// its slice header (freeCost): enough for a steady stream of small
+// messages to allocate nothing, and for a bulk flow of them to reuse
+// about a thousand buffers (a bulk flow allocates the rest, one a
+// message), little enough that a stream idle after a
+// burst keeps a few kilobytes, not a window.
+const KeptFreeBytes = 64 << 10
+
+func freeCost(b []byte) uint64 { return uint64(cap(b)) + 24 }
 
 // recycle keeps b for later messages while the free list stays within
-// its bounds; a larger buffer goes to the garbage collector.
+// KeptFreeBytes (and a window); a larger buffer goes to the garbage
+// collector.
 func (r *Receiver) recycle(b []byte) {
-	if b == nil || r.freeBytes+uint64(cap(b)) > min(r.byteWindow, KeptFreeBytes) ||
-		uint64(len(r.free)) >= min(r.window, keptFreeMsgs) {
+	if b == nil || r.freeBytes+freeCost(b) > min(r.byteWindow, KeptFreeBytes) ||
+		uint64(len(r.free)) >= r.window {
 		return
 	}
 	r.free = append(r.free, b)
-	r.freeBytes += uint64(cap(b))
+	r.freeBytes += freeCost(b)
 }
 
 // Next returns the next message in order, if it has arrived. The message
