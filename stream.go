@@ -61,7 +61,10 @@ import (
 // StreamStats.Refused). An idle stream keeps, besides the last message
 // each side's Recv returned (the application's until its next Recv), at
 // most 64 KiB of buffers per side for reuse and a few kilobytes of
-// state, whatever bursts it carried. (Besides its streams, a client
+// state, whatever bursts it carried: larger drained buffers go back to a
+// pool the garbage collector empties, and a receiver that gets more
+// messages at once than its kept buffers allocates one per message
+// beyond them. (Besides its streams, a client
 // session with streams open keeps the buffers of its exchange requests,
 // up to a batch of 1 MiB each way for each of its four, and the
 // engines pool message buffers of their own.)
