@@ -38,7 +38,7 @@ func TestStreamOutputBufferReuse(t *testing.T) {
 		if out := u.grow(nil, 100); cap(out) > keptOutBytes {
 			t.Fatalf("a stream whose use turned small took a pooled buffer (cap %d)", cap(out))
 		}
-		u.large = true // as after a large use, for the next round
+		u.large = true                 // as after a large use, for the next round
 		if cap(out) < 4*keptOutBytes { // the pool dropped it: another, so that each round is a try
 			fresh := make([]byte, 0, 4*keptOutBytes)
 			outPool.Put(&fresh)
