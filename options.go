@@ -162,7 +162,8 @@ func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxH
 // their client has them (which is what lets it answer a retransmission
 // without running the handler again), counted by the capacity of their
 // buffers. Default 256 MiB. Beyond it new requests are refused at once
-// with ResourceExhausted.
+// with ResourceExhausted. Streams' own buffers are not counted: their
+// windows bound them (StreamWindow).
 func WithMaxHeldBytes(n int) Option { return func(o *options) { o.engine.MaxHeldBytes = n } }
 
 // WithStallLog sets how long one handler that is not handed off (OnLoop,

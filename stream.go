@@ -37,11 +37,17 @@ import (
 // and the session's failure detection: the opening runs at most once,
 // and a stream's messages arrive exactly once and in order, or the
 // stream fails. Since the server speaks only when spoken to, the client
-// keeps two requests parked at the server per session (not per stream),
+// keeps requests parked at the server per session (not per stream),
 // which the server answers when any of the session's streams has
 // something for it; messages travel in batches, many per request. A
 // session's streams use at most four of its request slots (WithWindow,
-// 8 by default) however many there are: unary calls keep the rest.
+// the smaller of the client's and the server's, 8 by default) however
+// many there are, and parked requests never hold every slot: two parked
+// and two carrying the client's output from a window of 5 up, two and
+// one at 4, one and one at 2 and 3 (unary calls share what is left, or
+// wait for a slot the client's output frees at once). A window of 1
+// leaves no room for a parked request: NewStream then fails with
+// FailedPrecondition naming WithWindow.
 //
 // Each direction of each stream has its own credit window (StreamWindow:
 // W messages and B bytes, 16,384 and 4 MiB by default). A sender whose
@@ -49,8 +55,28 @@ import (
 // slow reader therefore backs up its own stream and nothing else on the
 // session. A receiver buffers at most its window (plus one message, the
 // last one to start); its reorder ring grows with what it holds, up to
-// 32 bytes a message of the window (512 KiB by default), and an idle
-// stream's state is a few kilobytes.
+// 32 bytes a message of the window (512 KiB by default). A sender's
+// credit never exceeds the window its receiver announced, whatever
+// grants a broken or hostile peer sends (they are clamped and counted in
+// StreamStats.Refused). An idle stream keeps, besides the last message
+// each side's Recv returned (the application's until its next Recv), at
+// most 64 KiB of buffers per side for reuse and a few kilobytes of
+// state, whatever bursts it carried: larger drained buffers go back to a
+// pool the garbage collector empties, and a receiver that gets more
+// messages at once than its kept buffers allocates one per message
+// beyond them. (Besides its streams, a client
+// session with streams open keeps the buffers of its exchange requests,
+// up to a batch of 1 MiB each way for each of its four, and the
+// engines pool message buffers of their own.)
+//
+// What bounds a server's stream memory: each stream's receive window
+// (StreamWindow given to HandleStream: 4 MiB by default, plus one
+// message) and its send window (the client's, capped at 64 MiB plus one
+// message), times the streams a session may have open (1,024), times
+// the sessions (at most 65,536). WithMaxHeldBytes and Stats.HeldBytes
+// count erpc's requests and responses, the batches streams travel in
+// included, but not the streams' own buffers: size the windows for the
+// number of streams a server must hold.
 //
 // Either side ends a stream: the handler by returning (its error, or
 // nil, and its trailers reach the client's Recv after the messages it
@@ -58,9 +84,12 @@ import (
 // handler's context ends within about half a round trip, and its Send
 // and Recv fail). A deadline on that context travels with the opening
 // and ends both sides. CloseSend half-closes: the handler's Recv returns
-// io.EOF once it has read everything. The session's end (Close, failure)
-// and the server's Shutdown end every stream on it, both sides, with an
-// Unavailable error saying which.
+// io.EOF once it has read everything. The session's end (Close, failure,
+// either endpoint's Close) and the server's Shutdown end every stream on
+// it, both sides, with an Unavailable error saying which (the handler's:
+// "the client's session ended", or "this endpoint closed"). A handler
+// that panics ends its stream with Internal ("handler panicked"); the
+// endpoint logs it and goes on serving.
 //
 // Buffers: Send copies its message before it returns, so the caller may
 // reuse it at once. Recv's message is the stream's memory, valid until
@@ -104,7 +133,9 @@ type ClientStream interface {
 	// handler has already ended the stream (Recv then gives its status).
 	Send(msg []byte) error
 	// CloseSend says the client sends no more; the handler's Recv
-	// returns io.EOF once it has read everything.
+	// returns io.EOF once it has read everything. It returns nil, and
+	// does nothing, if the client's side is already closed or the stream
+	// over. A Send after it fails with FailedPrecondition.
 	CloseSend() error
 	// Recv returns the handler's next message, valid until the next Recv;
 	// io.EOF when the handler returned nil and everything was read, its
@@ -112,14 +143,18 @@ type ClientStream interface {
 	Recv() ([]byte, error)
 	// Header waits for the response headers (or the stream's end).
 	Header() (Metadata, error)
-	// Trailer is the trailers, once Recv has returned an error.
+	// Trailer is the handler's trailers (SetTrailer), once Recv has
+	// returned io.EOF or the handler's status; nil before, and nil if the
+	// stream ended without the handler's end reaching the client
+	// (canceled, the session lost).
 	Trailer() Metadata
 	// Method is the stream's method name.
 	Method() string
 }
 
 // StreamHandler serves one stream; its return ends the stream with that
-// status (nil: OK), after the messages it sent.
+// status (nil: OK), after the messages it sent. A panic ends it with
+// Internal, and the endpoint goes on.
 type StreamHandler func(s ServerStream) error
 
 // StreamOption configures a stream handler (HandleStream) or a stream a
@@ -146,7 +181,9 @@ const (
 // 16,384 and 4 MiB). A reader holds at most that much, plus one message.
 // Given to HandleStream it sizes the handler's side; to NewStream, the
 // client's. A server caps what a client asks at 65,536 messages and 64
-// MiB.
+// MiB (and a client a server's), and no grant takes a sender beyond it.
+// A server's stream memory is bounded by its windows, not by
+// WithMaxHeldBytes: see "What bounds a server's stream memory" above.
 func StreamWindow(msgs, bytes int) StreamOption {
 	return func(c *streamConfig) {
 		c.msgs = min(max(msgs, 1), maxStreamMsgs)
@@ -180,7 +217,10 @@ type streamHandler struct {
 
 // HandleStream registers a stream handler. It runs on a goroutine of its
 // own per stream (a stream's handler blocks by nature), never on the
-// event loop. Register every handler before Listen.
+// event loop. Register every handler before Listen. Each stream it
+// serves may hold its receive window (opts: StreamWindow) and the
+// client's, up to 1,024 streams a session: WithMaxHeldBytes does not
+// count them.
 func (s *Server) HandleStream(method string, fn StreamHandler, opts ...StreamOption) error {
 	if fn == nil {
 		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("register stream %q: nil handler", method)}
@@ -245,7 +285,7 @@ func (s *Server) streamHandlerFor(method []byte) *streamHandler {
 type StreamStats struct {
 	Opened  uint64 // streams its handlers served
 	Active  uint64 // served streams not yet over
-	Refused uint64 // frames refused: unknown streams, beyond the window, malformed
+	Refused uint64 // frames refused: unknown streams, beyond the window (messages, and grants, clamped to it), malformed
 }
 
 type streamCounters struct {

@@ -31,6 +31,7 @@ type clientStream struct {
 	recv       stream.Receiver
 	out        []byte // frames for the server not yet in a request
 	queued     bool   // a kick is on its way, or the stream is in its session's queue
+	outUse     outUse // what out held: whether to keep it
 	cancelOut  Code   // a Cancel frame with this code is due (Canceled or DeadlineExceeded)
 	header     Metadata
 	gotHeader  bool
@@ -76,6 +77,9 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 		return nil, notRun(errOnLoop("NewStream", "open streams from another goroutine"))
 	}
 	ep := s.ep
+	if w := sessionWindow(ep); w < minStreamWindow {
+		return nil, notRun(streamError(method, s.target, errSmallWindow("client", w)))
+	}
 	maxMsg := maxStreamMessage(ep)
 	st := &clientStream{sess: s, id: ep.streams.nextID.Add(1), method: method, ctx: ctx, maxMsg: maxMsg,
 		recv:       stream.NewReceiver(cfg.msgs, cfg.bytes, maxMsg),
@@ -126,13 +130,16 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 		}
 		return streamError(st.method, s.target, e)
 	}
-	msgs, bytes, ok := parseWindow(resp)
+	msgs, bytes, sessWindow, ok := parseWindow(resp)
 	if !ok {
 		return streamError(st.method, s.target, &Error{Code: Internal, Msg: "malformed answer to a stream's opening"})
 	}
-	st.send = stream.NewSender(msgs, bytes)
+	st.send = stream.NewSender(min(msgs, maxStreamMsgs), min(bytes, maxStreamBytes)) // as a server caps a client's
 	h := &s.ep.streams
 	cs := h.client(s)
+	if w := int(min(sessWindow, 1<<15)); w > 0 { // the server's caps ours
+		cs.slots = slotsFor(min(w, sessionWindow(s.ep)))
+	}
 	st.cs, st.sid = cs, s.sid // the session that answered is the current one: its end comes after this
 	cs.streams[st.id] = st
 	if h.cliSid == nil {
@@ -173,7 +180,7 @@ func (st *clientStream) Send(msg []byte) error {
 		st.mu.Unlock()
 		return &Error{Code: FailedPrecondition, Msg: "Send after CloseSend"}
 	}
-	st.out = stream.AppendData(st.out, st.id, st.send.Sent(len(msg)), msg)
+	st.out = stream.AppendData(st.outUse.grow(st.out, len(msg)+stream.DataOverhead), st.id, st.send.Sent(len(msg)), msg)
 	kick := st.queueLocked()
 	st.mu.Unlock()
 	st.post(kick)

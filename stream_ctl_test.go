@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -189,7 +190,7 @@ func TestStreamSessionClose(t *testing.T) {
 	if err := <-recvErr; erpc.CodeOf(err) != erpc.Unavailable {
 		t.Fatalf("client: %v", err)
 	}
-	if err := <-handlerErr; erpc.CodeOf(err) != erpc.Canceled {
+	if err := <-handlerErr; erpc.CodeOf(err) != erpc.Unavailable {
 		t.Fatalf("handler: %v", err)
 	}
 	if err := st.Send([]byte("x")); erpc.CodeOf(err) != erpc.Unavailable {
@@ -253,8 +254,8 @@ func TestStreamServerClose(t *testing.T) {
 	must(t, err)
 	<-inRecv
 	sep.Close()
-	if err := <-handlerErr; err == nil {
-		t.Fatal("the handler's Recv returned no error after its endpoint closed")
+	if err := <-handlerErr; erpc.CodeOf(err) != erpc.Unavailable || !strings.Contains(err.Error(), "this endpoint closed") {
+		t.Fatalf("the handler's Recv after its endpoint closed: %v, want Unavailable saying this endpoint closed", err)
 	}
 	if _, err := st.Recv(); erpc.CodeOf(err) != erpc.Unavailable {
 		t.Fatalf("client: %v", err)

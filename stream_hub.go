@@ -2,6 +2,7 @@ package erpc
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/erpc-go/erpc/internal/proto"
@@ -43,8 +44,9 @@ func (h *streamHub) server(ep *Endpoint, sid proto.SessionID, create bool) *srvS
 }
 
 // streamsSessionDown ends the streams of a session that ended (on the
-// loop): a server's streams see their context canceled, a client's fail
-// with Unavailable.
+// loop), both sides with Unavailable: a server's streams see their
+// context end, saying whether the client's session ended or this
+// endpoint closed.
 func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause error) {
 	h := &ep.streams
 	if !server {
@@ -63,7 +65,11 @@ func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause e
 	}
 	delete(h.srv, sid)
 	ss.gone = true
-	err := &Error{Code: Canceled, Msg: "the client's session ended", Cause: cause}
+	msg := "the client's session ended"
+	if ep.state.Load() == stateClosed {
+		msg = "this endpoint closed"
+	}
+	err := &Error{Code: Unavailable, Msg: msg, Cause: cause}
 	for _, st := range ss.streams {
 		st.abort(err)
 	}
@@ -198,8 +204,8 @@ func (ss *srvSession) answer(b []byte, max int) []byte {
 	return b
 }
 
-// streamBatch is the most a batch of frames carries: a quarter of a
-// megabyte, or less if the endpoint's messages are smaller.
+// streamBatch is the most a batch of frames carries: a megabyte, or
+// less if the endpoint's messages are smaller.
 func streamBatch(ep *Endpoint) int { return min(1<<20, maxMessage(ep)) }
 
 // maxMessage is the endpoint's message limit.
@@ -242,15 +248,71 @@ func (st *serverStream) take(b []byte, max int) (_ []byte, more, ended bool) {
 		}
 	}
 	b = append(b, st.out[:n]...)
+	before := len(st.out)
 	st.out = st.out[:copy(st.out, st.out[n:])]
 	if len(st.out) > 0 {
+		st.outUse.saw(before)
 		return b, true, false
 	}
+	st.out = st.outUse.drained(st.out, before)
 	st.queued = false
 	if st.finished {
 		st.ss = nil // the End went: the stream is over on the wire
 	}
 	return b, false, st.finished
+}
+
+// A stream's output buffer (out) holds the frames its sender queued
+// and the loop has not put in a batch yet: a burst grows it to a window.
+// Once drained, a buffer grown beyond keptOutBytes goes to outPool
+// rather than staying with the stream, so that an idle stream keeps a
+// few kilobytes, not its largest burst. A stream whose last use of it
+// was large takes one from the pool for its next frames (a flood reuses
+// them, allocating a 24-byte box per batch); the garbage collector frees
+// what no stream takes. A stream of small messages keeps its own small
+// buffer and never touches the pool.
+const keptOutBytes = stream.KeptFreeBytes
+
+var outPool sync.Pool // of *[]byte, each empty and larger than keptOutBytes
+
+// outUse is what a stream remembers of its output buffer's use.
+type outUse struct {
+	high  int  // the most it held since it was last released
+	large bool // it was released after a large use: take a pooled one for the next
+}
+
+// drained is the output buffer after a take left len(out) bytes in it:
+// nil once a large one, drained, went to the pool.
+func (u *outUse) drained(out []byte, before int) []byte {
+	u.saw(before)
+	if len(out) > 0 || cap(out) <= keptOutBytes {
+		return out
+	}
+	u.large, u.high = u.high > keptOutBytes, 0
+	b := out[:0]
+	outPool.Put(&b)
+	return nil
+}
+
+// saw records that out held n bytes.
+func (u *outUse) saw(n int) { u.high = max(u.high, n) }
+
+// grow makes room for n more bytes in out, from the pool if the buffer
+// was released after a large use or n takes it beyond keptOutBytes.
+func (u *outUse) grow(out []byte, n int) []byte {
+	if cap(out)-len(out) >= n || (len(out)+n <= keptOutBytes && !(u.large && cap(out) == 0)) {
+		return out
+	}
+	u.large = false
+	p, ok := outPool.Get().(*[]byte)
+	if !ok {
+		return out
+	}
+	if cap(*p) < len(out)+n {
+		outPool.Put(p)
+		return out
+	}
+	return append((*p)[:0], out...)
 }
 
 // streamError makes a stream's error message say which stream.

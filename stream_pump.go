@@ -11,19 +11,20 @@ import (
 
 // cliSession is the client side of a session's streams (the loop's): the
 // open streams, the ones with output for the server, and the requests
-// that carry it. One exchange request stays parked at the server while
-// the session has streams (the server answers it when it has output for
-// any of them), and up to maxUplinks more carry the client's output.
+// that carry it. Exchange requests stay parked at the server while the
+// session has streams (the server answers one when it has output for any
+// of them), and up to slots.uplinks more carry the client's output.
 type cliSession struct {
 	s       *Session
 	streams map[uint64]*clientStream
 	outq    []*clientStream
+	slots   streamSlots
 	parked  int // parked exchanges out
 	uplinks int // other exchanges out
 	free    []*exchange
 }
 
-// maxParked is how many exchanges a session keeps parked at the server:
+// maxParked is the most exchanges a session keeps parked at the server:
 // two, so that the server can answer one while the answer to the other
 // is on its way. maxUplinks bounds the exchanges out besides them. With
 // them, streams use at most four of the session's request slots (8 by
@@ -33,6 +34,34 @@ const (
 	maxParked  = 2
 	maxUplinks = 2
 )
+
+// streamSlots is how many exchanges a session parks, and sends besides,
+// for a session window of w requests (WithWindow, the smaller of the
+// client's and the server's). Parked exchanges hold their slots until
+// the server has output, so they must leave at least one slot free, or
+// the client's own messages (and its unary calls) would wait behind them
+// forever: at most w-1 parked, and w-2 where that still parks one (a
+// slot each for the client's output and for unary calls). A window of
+// 1 leaves none: NewStream refuses (minStreamWindow).
+type streamSlots struct{ parked, uplinks int }
+
+func slotsFor(w int) streamSlots {
+	p := min(max(w-2, 1), maxParked)
+	return streamSlots{parked: p, uplinks: min(max(w-1-p, 1), maxUplinks)}
+}
+
+// minStreamWindow is the smallest session window streams work with.
+const minStreamWindow = 2
+
+// sessionWindow is the endpoint's own session window (WithWindow, with
+// the engine's default of 8 and its cap of 32768).
+func sessionWindow(ep *Endpoint) int {
+	w := ep.opts.engine.Window
+	if w <= 0 {
+		w = 8
+	}
+	return min(w, 1<<15)
+}
 
 // exchange is one exchange request and its buffers, reused.
 type exchange struct {
@@ -55,7 +84,7 @@ func (h *streamHub) client(s *Session) *cliSession {
 		if h.cli == nil {
 			h.cli = map[*Session]*cliSession{}
 		}
-		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}}
+		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}, slots: slotsFor(sessionWindow(s.ep))}
 		h.cli[s] = cs
 	}
 	return cs
@@ -72,7 +101,7 @@ func (st *clientStream) onKick() {
 		// it reaches the handler within half a round trip
 		copy(cs.outq[1:], cs.outq)
 		cs.outq[0] = st
-		if cs.uplinks >= maxUplinks {
+		if cs.uplinks >= cs.slots.uplinks {
 			cs.send(false)
 		}
 	}
@@ -82,10 +111,10 @@ func (st *clientStream) onKick() {
 // pump sends the queued output, and parks an exchange if the session has
 // streams and none is parked.
 func (cs *cliSession) pump() {
-	for len(cs.outq) > 0 && cs.uplinks < maxUplinks {
+	for len(cs.outq) > 0 && cs.uplinks < cs.slots.uplinks {
 		cs.send(false)
 	}
-	for cs.parked < maxParked && len(cs.streams) > 0 {
+	for cs.parked < cs.slots.parked && len(cs.streams) > 0 {
 		cs.send(true)
 	}
 }
@@ -157,10 +186,13 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 		}
 	}
 	b = append(b, st.out[:n]...)
+	before := len(st.out)
 	st.out = st.out[:copy(st.out, st.out[n:])]
 	if len(st.out) > 0 {
+		st.outUse.saw(before)
 		return b, true
 	}
+	st.out = st.outUse.drained(st.out, before)
 	st.queued = false
 	return b, false
 }
@@ -249,7 +281,9 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 			wake(st.recvWake)
 		}
 	case stream.KindGrant:
-		st.send.Grant(f.MsgLimit, f.ByteLimit)
+		if st.send.Grant(f.MsgLimit, f.ByteLimit) {
+			st.sess.ep.streams.refuse() // beyond the window the server announced: clamped to it
+		}
 		if st.sendWait {
 			wake(st.sendWake)
 		}

@@ -14,7 +14,8 @@ import (
 // An open request is the stream's ID (chosen by the client, unique on
 // its session), the client's receive window (messages, bytes), then the
 // method name; the request's own metadata and deadline are the stream's.
-// Its answer is the handler's receive window (messages, bytes). An
+// Its answer is the handler's receive window (messages, bytes) and the
+// server's session window (WithWindow, which caps the client's). An
 // exchange request is a flags byte (flagPark: the server may hold it
 // until it has output) then a batch of frames; its answer is a batch of
 // frames.
@@ -40,14 +41,29 @@ func parseOpen(b []byte) (id, msgs, bytes uint64, method []byte, ok bool) {
 	return n[0], n[1], n[2], b, true
 }
 
-// parseWindow reads an open's answer (messages, bytes).
-func parseWindow(b []byte) (msgs, bytes uint64, ok bool) {
+// parseWindow reads an open's answer (messages, bytes, then the
+// server's session window, which a server that does not send it leaves
+// at 0: unknown).
+func parseWindow(b []byte) (msgs, bytes, sessWindow uint64, ok bool) {
 	msgs, l := binary.Uvarint(b)
 	if l <= 0 {
-		return 0, 0, false
+		return 0, 0, 0, false
 	}
 	bytes, l2 := binary.Uvarint(b[l:])
-	return msgs, bytes, l2 > 0 && msgs > 0 && bytes > 0
+	if l2 <= 0 {
+		return 0, 0, 0, false
+	}
+	if w, l3 := binary.Uvarint(b[l+l2:]); l3 > 0 {
+		sessWindow = w
+	}
+	return msgs, bytes, sessWindow, msgs > 0 && bytes > 0
+}
+
+// errSmallWindow refuses a stream on a session whose window (WithWindow,
+// on the side named) is too small for one.
+func errSmallWindow(side string, w int) *Error {
+	return &Error{Code: FailedPrecondition, Msg: fmt.Sprintf(
+		"streams need a session window of at least %d requests, and the %s's WithWindow is %d", minStreamWindow, side, w)}
 }
 
 // serveStreamOpen starts a stream: at most once per open request, which
@@ -65,6 +81,9 @@ func serveStreamOpen(q Request) {
 	case hd == nil:
 		q.RespondError(&Error{Code: Unimplemented, Msg: fmt.Sprintf("the server has no stream method %q", method)})
 		return
+	case sessionWindow(ep) < minStreamWindow: // it caps the client's
+		q.RespondError(errSmallWindow("server", sessionWindow(ep)))
+		return
 	}
 	ss := ep.streams.server(ep, r.h.Session(), true)
 	switch {
@@ -81,9 +100,10 @@ func serveStreamOpen(q Request) {
 	ss.streams[id] = st
 	ep.streams.count.opened.Add(1)
 	ep.streams.count.active.Add(1)
-	var ans [2 * binary.MaxVarintLen64]byte
+	var ans [3 * binary.MaxVarintLen64]byte
 	b := binary.AppendUvarint(ans[:0], uint64(hd.cfg.msgs))
-	q.Respond(binary.AppendUvarint(b, uint64(hd.cfg.bytes)))
+	b = binary.AppendUvarint(b, uint64(hd.cfg.bytes))
+	q.Respond(binary.AppendUvarint(b, uint64(sessionWindow(ep))))
 	go st.run()
 }
 
@@ -168,7 +188,9 @@ func (st *serverStream) onFrame(f *stream.Frame) {
 			wake(st.recvWake)
 		}
 	case stream.KindGrant:
-		st.send.Grant(f.MsgLimit, f.ByteLimit)
+		if st.send.Grant(f.MsgLimit, f.ByteLimit) {
+			st.ep.streams.refuse() // beyond the window the client announced: clamped to it
+		}
 		if st.sendWait {
 			wake(st.sendWake)
 		}

@@ -32,6 +32,7 @@ type serverStream struct {
 	recv      stream.Receiver
 	out       []byte // frames for the client not yet in an answer
 	queued    bool   // a kick is on its way, or the stream is in its session's queue
+	outUse    outUse // what out held: whether to keep it
 	header    Metadata
 	headerOut bool // the header frame is in out, or went
 	trailer   Metadata
@@ -74,7 +75,7 @@ func (st *serverStream) Send(msg []byte) error {
 		return err
 	}
 	st.headerLocked()
-	st.out = stream.AppendData(st.out, st.id, st.send.Sent(len(msg)), msg)
+	st.out = stream.AppendData(st.outUse.grow(st.out, len(msg)+stream.DataOverhead), st.id, st.send.Sent(len(msg)), msg)
 	kick := st.queueLocked()
 	st.mu.Unlock()
 	st.post(kick)

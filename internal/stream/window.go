@@ -5,15 +5,20 @@ import "errors"
 // Sender is the sending side of one direction: message numbers and the
 // credit the receiver granted.
 type Sender struct {
-	next      uint64 // the next message's number
-	sentBytes uint64
-	msgLimit  uint64
-	byteLimit uint64
-	closed    bool
+	next       uint64 // the next message's number
+	sentBytes  uint64
+	msgLimit   uint64
+	byteLimit  uint64
+	window     uint64 // the receiver's window, as it announced it
+	byteWindow uint64
+	closed     bool
 }
 
-// NewSender starts with the receiver's initial window.
-func NewSender(msgs, bytes uint64) Sender { return Sender{msgLimit: msgs, byteLimit: bytes} }
+// NewSender starts with the receiver's initial window, which also bounds
+// every later grant.
+func NewSender(msgs, bytes uint64) Sender {
+	return Sender{msgLimit: msgs, byteLimit: bytes, window: msgs, byteWindow: bytes}
+}
 
 // CanSend reports whether the credit allows one more message now.
 func (s *Sender) CanSend() bool {
@@ -30,10 +35,18 @@ func (s *Sender) Sent(n int) uint64 {
 }
 
 // Grant raises the credit to the receiver's cumulative limits; a grant
-// older than one already seen changes nothing.
-func (s *Sender) Grant(msgLimit, byteLimit uint64) {
-	s.msgLimit = max(s.msgLimit, msgLimit)
-	s.byteLimit = max(s.byteLimit, byteLimit)
+// older than one already seen changes nothing. A receiver grants what it
+// has consumed plus its window, and it consumes no more than was sent:
+// a grant beyond what was sent plus the window comes from a hostile or
+// broken peer. Grant clamps it to that bound (the credit never exceeds
+// the announced window) and reports it, so that no grant can make the
+// sender queue more than the window the receiver announced.
+func (s *Sender) Grant(msgLimit, byteLimit uint64) (clamped bool) {
+	maxMsgs, maxBytes := s.next+s.window, s.sentBytes+s.byteWindow
+	clamped = msgLimit > maxMsgs || byteLimit > maxBytes
+	s.msgLimit = max(s.msgLimit, min(msgLimit, maxMsgs))
+	s.byteLimit = max(s.byteLimit, min(byteLimit, maxBytes))
+	return clamped
 }
 
 // Close ends the direction and returns the final message count.
@@ -154,21 +167,33 @@ func (r *Receiver) take(n int) []byte {
 			r.free[i] = r.free[last]
 			r.free[last] = nil
 			r.free = r.free[:last]
-			r.freeBytes -= uint64(cap(b))
+			r.freeBytes -= freeCost(b)
 			return b[:0]
 		}
 	}
 	return make([]byte, 0, n)
 }
 
-// recycle keeps b for later messages while the free list holds no more
-// than a byte window: the memory a receiver keeps stays within its window.
+// KeptFreeBytes bounds a receiver's free list, each buffer counted with
+// its slice header (freeCost): enough for a steady stream of small
+// messages to allocate nothing, and for a bulk flow of them to reuse
+// about a thousand buffers (a bulk flow allocates the rest, one a
+// message), little enough that a stream idle after a
+// burst keeps a few kilobytes, not a window.
+const KeptFreeBytes = 64 << 10
+
+func freeCost(b []byte) uint64 { return uint64(cap(b)) + 24 }
+
+// recycle keeps b for later messages while the free list stays within
+// KeptFreeBytes (and a window); a larger buffer goes to the garbage
+// collector.
 func (r *Receiver) recycle(b []byte) {
-	if b == nil || r.freeBytes+uint64(cap(b)) > r.byteWindow || uint64(len(r.free)) >= r.window {
+	if b == nil || r.freeBytes+freeCost(b) > min(r.byteWindow, KeptFreeBytes) ||
+		uint64(len(r.free)) >= r.window {
 		return
 	}
 	r.free = append(r.free, b)
-	r.freeBytes += uint64(cap(b))
+	r.freeBytes += freeCost(b)
 }
 
 // Next returns the next message in order, if it has arrived. The message

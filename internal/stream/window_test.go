@@ -117,7 +117,9 @@ func runWindow(t *testing.T, seed uint64) (dups, reordered int) {
 		case 3: // a grant arrives, in any order
 			if len(grants) > 0 {
 				i := rng.IntN(len(grants))
-				snd.Grant(grants[i][0], grants[i][1])
+				if snd.Grant(grants[i][0], grants[i][1]) {
+					t.Fatalf("seed %d: an honest receiver's grant %v was clamped", seed, grants[i])
+				}
 				grants = append(grants[:i], grants[i+1:]...)
 			}
 		}
