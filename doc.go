@@ -100,7 +100,8 @@
 // default 16,384 messages and 4 MiB): a slow reader blocks only its own
 // stream's sender, and never holds more than its window. Streams travel
 // in batches over erpc's own requests on the session (at most four of its
-// request slots, however many streams), so they inherit at-most-once,
+// request slots, however many streams, and always fewer than the session
+// window; a session window of 1 refuses streams), so they inherit at-most-once,
 // retransmission and congestion control. Stream handlers run on their own
 // goroutines. Interceptors: ChainStreamInterceptor and
 // WithStreamClientInterceptors.
