@@ -105,7 +105,7 @@ func (ep *Endpoint) shutdownStreams() {
 func (st *serverStream) abort(err *Error) {
 	st.mu.Lock()
 	st.finished = true
-	st.out = st.out[:0]
+	st.out, st.outOff = st.out[:0], 0
 	st.ss = nil
 	st.endLocked(err)
 	st.mu.Unlock()
@@ -153,9 +153,10 @@ func (ss *srvSession) pending(limit int) int {
 	n := 0
 	for _, st := range ss.outq {
 		st.mu.Lock()
-		size, first := len(st.out)+grantRoom, 0
+		out := st.out[st.outOff:]
+		size, first := len(out)+grantRoom, 0
 		if n == 0 {
-			first = stream.Cut(st.out, 0, true) + grantRoom
+			first = stream.Cut(out, 0, true) + grantRoom
 		}
 		st.mu.Unlock()
 		if n += size; n >= limit {
@@ -241,20 +242,29 @@ func (st *serverStream) take(b []byte, max int) (_ []byte, more, ended bool) {
 		m, n := st.recv.TakeGrant()
 		b = stream.AppendGrant(b, st.id, m, n)
 	}
-	n := len(st.out)
+	out := st.out[st.outOff:]
+	n := len(out)
 	if room := max - len(b); n > room {
-		if n = stream.Cut(st.out, room, len(b) == 0); n == 0 {
+		if n = stream.Cut(out, room, len(b) == 0); n == 0 {
 			return b, true, false
 		}
 	}
-	b = append(b, st.out[:n]...)
-	before := len(st.out)
-	st.out = st.out[:copy(st.out, st.out[n:])]
-	if len(st.out) > 0 {
+	b = append(b, out[:n]...)
+	before := len(out)
+	if n < len(out) {
+		// What is left stays where it is: moving it to the front after
+		// every batch copied up to a window per megabyte sent (a fifth
+		// of a 16-stream bulk server's CPU). It moves only once the
+		// part already sent is at least as large, so each byte moves at
+		// most once on average.
+		st.outOff += n
+		if rest := len(st.out) - st.outOff; st.outOff >= rest {
+			st.out, st.outOff = st.out[:copy(st.out, st.out[st.outOff:])], 0
+		}
 		st.outUse.saw(before)
 		return b, true, false
 	}
-	st.out = st.outUse.drained(st.out, before)
+	st.out, st.outOff = st.outUse.drained(st.out[:0], before), 0
 	st.queued = false
 	if st.finished {
 		st.ss = nil // the End went: the stream is over on the wire

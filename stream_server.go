@@ -30,7 +30,8 @@ type serverStream struct {
 	mu        sync.Mutex
 	send      stream.Sender
 	recv      stream.Receiver
-	out       []byte // frames for the client not yet in an answer
+	out       []byte // frames for the client; those from outOff on are not yet in an answer
+	outOff    int    // how much of out answers already carried (see take)
 	queued    bool   // a kick is on its way, or the stream is in its session's queue
 	outUse    outUse // what out held: whether to keep it
 	header    Metadata
