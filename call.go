@@ -133,11 +133,13 @@ func (s *Session) callRaw(ctx context.Context, method string, id uint32, req, re
 	}
 	meta := false
 	if md, ok := ctx.Value(outgoingKey{}).(Metadata); ok {
-		if e := metadataTooLarge(md); e != nil {
-			e.Msg = fmt.Sprintf("call %q to %s: %s", method, s.target, e.Msg)
-			return nil, notRun(e)
+		withMD, m := withMetadata(md, req) // a copy of req behind the block
+		if n := len(withMD) - len(req); n > MaxMetadataSize {
+			// The server would refuse it unread, as malformed: say why here.
+			return nil, notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+				"call %q to %s: the request's metadata is %d bytes, over MaxMetadataSize (%d bytes)", method, s.target, n, MaxMetadataSize)})
 		}
-		req, meta = withMetadata(md, req) // a copy of req behind the block
+		req, meta = withMD, m
 	}
 	c := getCall(s, method, req, resp)
 	c.id = id

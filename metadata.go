@@ -2,7 +2,6 @@ package erpc
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -117,24 +116,6 @@ func withMetadata(md Metadata, req []byte) ([]byte, bool) {
 	}
 	b := wire.AppendMetadata(make([]byte, 0, size), keys, lowered)
 	return append(b, req...), true
-}
-
-// metadataTooLarge is the error of a request whose metadata block would
-// pass MaxMetadataSize: the server would refuse it unread, as malformed,
-// so the caller is told here, naming the limit.
-func metadataTooLarge(md Metadata) *Error {
-	if len(md) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(md))
-	for k := range md {
-		keys = append(keys, k)
-	}
-	if n := wire.BlockSize(keys, md); n > MaxMetadataSize {
-		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
-			"the request's metadata is %d bytes, over MaxMetadataSize (%d bytes)", n, MaxMetadataSize)}
-	}
-	return nil
 }
 
 // parseRequestMetadata splits a request's data into its metadata and its
