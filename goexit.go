@@ -59,7 +59,5 @@ func (ep *Endpoint) goexitInline(r *request) {
 		return
 	}
 	ep.watch.handing.Unlock()
-	r.release(false)
-	ep.workers.leave(goroutineID())
-	runtime.UnlockOSThread()
+	ep.leftLoop(r)
 }

@@ -222,10 +222,17 @@ func (ep *Endpoint) resume() {
 // locked this goroutine to its thread; that lock ends here, so the
 // thread goes back to the runtime's pool.
 func (ep *Endpoint) leaveHandedOff(r *request) {
+	ep.leftLoop(r)
+	runtime.Goexit()
+}
+
+// leftLoop drops the run reference of r, whose handler lost the loop, as a
+// Background handler's is dropped, and takes its goroutine out of the
+// pool and off a busy-polling loop's thread.
+func (ep *Endpoint) leftLoop(r *request) {
 	r.release(false)
 	ep.workers.leave(goroutineID())
 	runtime.UnlockOSThread()
-	runtime.Goexit()
 }
 
 // pinLoop reports whether the caller is the endpoint's loop running user
