@@ -269,6 +269,8 @@
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
+//   - Security: tls_options.go (WithTLS, Insecure).
+//   - Many servers: package resolver (targets to address sets).
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
 //     transport/rpctest are the suites each passes.

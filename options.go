@@ -1,6 +1,7 @@
 package erpc
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"runtime"
 	"time"
@@ -40,6 +41,9 @@ type options struct {
 	clientInterceptors []UnaryClientInterceptor
 	streamInterceptors []StreamClientInterceptor // stream_icpt.go
 	stats              StatsHandler
+
+	tlsConfig *tls.Config // WithTLS (tls_options.go)
+	insecure  bool        // Insecure
 }
 
 func defaultOptions() options {
