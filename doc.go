@@ -270,7 +270,8 @@
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
 //   - Security: tls_options.go (WithTLS, Insecure).
-//   - Many servers: package resolver (targets to address sets).
+//   - Many servers: package resolver (targets to address sets), package
+//     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
 //     transport/rpctest are the suites each passes.
