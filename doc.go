@@ -250,6 +250,8 @@
 //     context), worker.go (the worker pools).
 //   - Admission: slo.go (Dispatch, WithSLO); the held-request bounds are
 //     the engine's (options.go's WithMaxHeldRequests and WithMaxHeldBytes).
+//     memrelease.go: memory the engine's pool gives back after a load
+//     ends goes to the operating system within seconds.
 //   - Typed API: typed.go and typed_cache.go (Register, Invoke), method.go
 //     (method IDs), package codec.
 //   - Streams: stream.go (the API: HandleStream, ServerStream,

@@ -32,6 +32,7 @@ type loopState struct {
 	spin           spinWindow
 	shortParks     int // parks for a deadline or an answer due within parkResolution (see sleep)
 	deadlineSpins  int // idle turns spent waiting for such a deadline or answer
+	mem            memRelease
 }
 
 func (l *loopState) init(handlers *handlerTable) {
@@ -103,6 +104,7 @@ func (ep *Endpoint) turns() {
 		// none is missed. What they send goes at once; what they report
 		// makes the turn a working one, handled by the next.
 		ep.eng.Tick(now)
+		ep.noteRelease(now)
 		if ep.flush(now) || ep.eng.HasEvents() {
 			worked = true
 		}

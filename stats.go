@@ -18,15 +18,19 @@ type Stats struct {
 
 	// Counters since the endpoint opened.
 	PacketsIn, PacketsOut uint64
-	ConnectsSent          uint64 // connects this endpoint's client sessions sent, resends included: 1 a dial when all goes well
-	Retransmits           uint64 // client packets sent again
-	SpuriousTimeouts      uint64 // timeouts whose given-up copy was answered after all: a stall, not a loss
-	NacksSent             uint64 // requests refused at once: the server was full
-	NacksReceived         uint64
-	ResetsSent            uint64 // answers to packets for sessions this server does not have
-	DropMalformed         uint64 // packets that failed to parse or contradicted themselves
-	DropUnknownSession    uint64 // packets for no session, with a wrong token, or from a wrong address
-	DropStale             uint64 // valid packets that came too late to matter
+	// PoolReleasedBytes counts free buffers the pool gave back to the Go
+	// heap after they went unused for two seconds: receive memory
+	// follows the load.
+	PoolReleasedBytes  uint64
+	ConnectsSent       uint64 // connects this endpoint's client sessions sent, resends included: 1 a dial when all goes well
+	Retransmits        uint64 // client packets sent again
+	SpuriousTimeouts   uint64 // timeouts whose given-up copy was answered after all: a stall, not a loss
+	NacksSent          uint64 // requests refused at once: the server was full
+	NacksReceived      uint64
+	ResetsSent         uint64 // answers to packets for sessions this server does not have
+	DropMalformed      uint64 // packets that failed to parse or contradicted themselves
+	DropUnknownSession uint64 // packets for no session, with a wrong token, or from a wrong address
+	DropStale          uint64 // valid packets that came too late to matter
 	// A client whose address changes (NAT rebinding, a moved container)
 	// keeps its sessions: the server challenges the new address and moves
 	// the session there once the client answers from it.

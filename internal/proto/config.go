@@ -137,6 +137,10 @@ type Config struct {
 	// PoolBytes caps the free message buffers the engine keeps for reuse.
 	// Default 64 MiB.
 	PoolBytes int
+	// PoolIdle is how long a free buffer may stay unused in the pool
+	// before the engine gives it back to the Go heap (pool_release.go).
+	// Default 2 s; negative keeps buffers for good.
+	PoolIdle time.Duration
 
 	// Random returns random 64-bit values for session tokens (each draw's
 	// other half starts a client session's sequence numbers) and path
@@ -177,6 +181,9 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxHeldRequests, 4096)
 	def(&c.MaxHeldBytes, 256<<20)
 	def(&c.PoolBytes, 64<<20)
+	if c.PoolIdle == 0 {
+		c.PoolIdle = defaultPoolIdle
+	}
 	c.Window = min(c.Window, 1<<15)
 	c.Credits = min(c.Credits, 1<<15)
 	c.MaxPacketSize = min(max(c.MaxPacketSize, wire.HeaderLen+wire.MinConnectData), wire.HeaderLen+0xFFFF)

@@ -44,6 +44,10 @@ type Engine struct {
 	// NextDeadline), not once per packet.
 	stale     []*session
 	nextSweep Time
+	// poolSweepAt is when the pool next gives back idle buffers; Never
+	// while it holds none (pool_release.go).
+	poolSweepAt     Time
+	releasedPending int // bytes the pool gave back since PoolReleased
 	// lastTransmit is when a client last sent a request's packet (or a
 	// probe for its response): see LastTransmit.
 	lastTransmit Time
@@ -115,6 +119,7 @@ func New(cfg Config) *Engine {
 		byPeer:       make(map[peerKey]*session),
 		byClient:     make(map[clientKey]*session),
 		nextSweep:    Never,
+		poolSweepAt:  Never,
 		lastTransmit: Never,
 		cookies:      newCookieJar(cfg.CookieSeed),
 	}
@@ -179,12 +184,13 @@ func (e *Engine) Tick(now Time) {
 		e.sweepIdle(now)
 	}
 	e.reapHalfOpen(now)
+	e.tickPool(now)
 }
 
 // NextDeadline is when Tick next has work, or Never.
 func (e *Engine) NextDeadline() Time {
 	e.rescheduleStale()
-	d := minTime(e.nextSweep, e.halfOpenDeadline())
+	d := minTime(minTime(e.nextSweep, e.poolSweepAt), e.halfOpenDeadline())
 	if e.timers.len() > 0 {
 		d = minTime(d, e.timers.top().deadline)
 	}

@@ -157,6 +157,7 @@ func within(sub, buf []byte) bool {
 // plain free lists do.
 type bufPool struct {
 	classes [40][][]byte
+	low     [40]int32 // each free list's lowest length since the last sweep (pool_release.go)
 	held    int
 	limit   int
 }
@@ -172,6 +173,7 @@ func (p *bufPool) get(n int) []byte {
 		p.classes[c][l-1] = nil
 		p.classes[c] = p.classes[c][:l-1]
 		p.held -= cap(b)
+		p.notePoolUse(c, l-1)
 		return b[:n]
 	}
 	return make([]byte, n, 1<<c)

@@ -17,15 +17,18 @@ type Stats struct {
 
 	// Counters.
 	PacketsIn, PacketsOut uint64
-	ConnectsSent          uint64 // client connects sent, first copies and resends
-	Retransmits           uint64
-	SpuriousTimeouts      uint64 // a timeout's given-up copy answered after all (see clientSide.rtoFloor)
-	NacksSent             uint64
-	NacksReceived         uint64
-	ResetsSent            uint64
-	DropMalformed         uint64 // failed to parse, or fields inconsistent
-	DropUnknownSession    uint64 // no session, wrong token or wrong address
-	DropStale             uint64 // valid but late: a request or reply already settled
+	// PoolReleasedBytes counts the free buffers the pool gave back to
+	// the Go heap after they went unused for Config.PoolIdle.
+	PoolReleasedBytes  uint64
+	ConnectsSent       uint64 // client connects sent, first copies and resends
+	Retransmits        uint64
+	SpuriousTimeouts   uint64 // a timeout's given-up copy answered after all (see clientSide.rtoFloor)
+	NacksSent          uint64
+	NacksReceived      uint64
+	ResetsSent         uint64
+	DropMalformed      uint64 // failed to parse, or fields inconsistent
+	DropUnknownSession uint64 // no session, wrong token or wrong address
+	DropStale          uint64 // valid but late: a request or reply already settled
 	// Connection migration (migrate.go).
 	PathChallenges  uint64 // challenges sent to a client's new address
 	Migrations      uint64 // server sessions moved to a new client address it proved
