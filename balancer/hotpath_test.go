@@ -14,6 +14,7 @@ var builtins = []struct {
 	make func() Balancer
 }{
 	{"P2C", P2C},
+	{"RoundRobin", RoundRobin},
 }
 
 // TestPickDoneAllocs: Pick and Done allocate nothing, with and without a
