@@ -15,6 +15,7 @@ var builtins = []struct {
 }{
 	{"P2C", P2C},
 	{"RoundRobin", RoundRobin},
+	{"Hash", Hash},
 }
 
 // TestPickDoneAllocs: Pick and Done allocate nothing, with and without a
