@@ -2,8 +2,8 @@ package balancer
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -41,8 +41,8 @@ func TestPickDoneAllocs(t *testing.T) {
 }
 
 // TestPickDoneUpdateConcurrent: many goroutines pick and finish calls
-// while another replaces the replicas; every pick is a replica of some
-// set that was current during the pick (run it under -race).
+// while another replaces the replicas again and again; every pick is a known
+// replica and the in-flight counts end at zero (run it under -race).
 func TestPickDoneUpdateConcurrent(t *testing.T) {
 	for _, bb := range builtins {
 		t.Run(bb.name, func(t *testing.T) {
@@ -53,44 +53,42 @@ func TestPickDoneUpdateConcurrent(t *testing.T) {
 				known[r] = true
 			}
 			b.Update(all[:4])
+			keys := make([]string, 32)
+			for i := range keys {
+				keys[i] = fmt.Sprint("user:", i)
+			}
 			var wg sync.WaitGroup
+			var picksDone atomic.Bool
+			var updates atomic.Int64
 			errs := make(chan error, 8)
-			const perGoroutine = 3000
+			var picks atomic.Int64
 			for range 8 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for i := range perGoroutine {
-						r := b.Pick(PickInfo{Key: fmt.Sprint(i % 32), HasKey: i%2 == 0})
+					// At least 2000 picks, and on until 20 Updates ran.
+					for i := 0; i < 2000 || updates.Load() < 20; i++ {
+						r := b.Pick(PickInfo{Key: keys[i%32], HasKey: i%2 == 0})
 						if r == nil || !known[r] {
 							errs <- fmt.Errorf("picked %v", r)
 							return
 						}
+						picks.Add(1)
 						r.State.InFlight.Add(1)
 						r.State.InFlight.Add(-1)
 						b.Done(r, DoneInfo{Latency: time.Duration(i%100) * time.Microsecond})
 					}
 				}()
 			}
-			finished := make(chan struct{})
-			go func() { wg.Wait(); close(finished) }()
-			updates := 0
-			for running := true; running; updates++ {
-				select {
-				case <-finished:
-					running = false
-				default:
-				}
-				lo := updates % 8
-				b.Update(all[lo : lo+1+updates%8])
-				runtime.Gosched()
+			go func() { wg.Wait(); picksDone.Store(true) }()
+			for i := 0; !picksDone.Load(); i++ {
+				b.Update(all[i%8 : i%8+1+i%8])
+				updates.Add(1)
 			}
+			t.Logf("%d picks, %d updates", picks.Load(), updates.Load())
 			close(errs)
 			for err := range errs {
 				t.Fatal(err)
-			}
-			if updates < 10 {
-				t.Fatalf("only %d updates during the picks", updates)
 			}
 			for _, r := range all {
 				if n := r.State.InFlight.Load(); n != 0 {
