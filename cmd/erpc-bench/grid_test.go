@@ -104,14 +104,18 @@ func smokeTable(t *testing.T) {
 
 func smokeSessions(t *testing.T) {
 	skipShort(t)
-	recs := healthy(t, runJSON(t, "sessions", "-sessions", "1,200"))["erpc"]
-	if len(recs) != 2 {
+	recs := healthy(t, runJSON(t, "sessions", "-sessions", "1,200", "-after-load", "1s"))["erpc"]
+	if len(recs) != 3 {
 		t.Fatalf("records: %v", recs)
 	}
 	last := recs[1]
 	if last["sessions"] != 200.0 || last["sessions_used"] != 200.0 || last["rel_1session"] == nil ||
 		last["mem_per_session_bytes"] == nil {
 		t.Errorf("sessions record: %v", last)
+	}
+	if m := recs[2]; m["phase"] != "after_load" || m["rss_loaded_bytes"] == nil || m["rss_after_bytes"] == nil ||
+		m["rss_before_load_bytes"] == nil || m["size"] != 65536.0 {
+		t.Errorf("memory-after-load record: %v", m)
 	}
 }
 

@@ -160,6 +160,18 @@ func (s *Server) Memory() (rss, heap int64, err error) {
 	return rss, heap, err
 }
 
+// RSS returns the server's resident set in bytes as it is, without the
+// garbage collection Memory runs first: what the operating system sees.
+func (s *Server) RSS() (int64, error) {
+	r, err := s.Ctl("rss")
+	if err != nil {
+		return 0, err
+	}
+	var rss int64
+	_, err = fmt.Sscan(r, &rss)
+	return rss, err
+}
+
 // Stop ends the server: stdin closes, then a kill if it lingers.
 func (s *Server) Stop() {
 	if s.local != nil {
@@ -182,6 +194,9 @@ func handleCtl(impl Impl, line string) (string, error) {
 	f := strings.Fields(line)
 	if len(f) == 0 {
 		return "", errors.New("empty command")
+	}
+	if f[0] == "rss" { // as the process is, without a collection first
+		return fmt.Sprint(ReadRSS()), nil
 	}
 	if f[0] == "mem" {
 		runtime.GC()

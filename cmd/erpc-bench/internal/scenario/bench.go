@@ -199,15 +199,21 @@ func (b *Bench) RunLoss() error {
 
 // RunSessions measures, for each number of sessions, a fresh server's
 // memory before and after the client opens them (idle), then round-robin
-// calls over all of them.
+// calls over all of them; then, per system, the server's resident set
+// before, during and 10 s after a 64 KiB load (memory.go).
 func (b *Bench) RunSessions() error {
 	total := len(b.Cfg.Sessions) * len(b.Cfg.Systems) * len(b.Points(1, 0))
-	b.Out.Expect(total)
+	b.Out.Expect(total + len(b.Cfg.Systems))
 	for _, n := range b.Cfg.Sessions {
 		for _, s := range b.Cfg.Systems {
 			if err := b.sessionsOne(s, n); err != nil {
 				b.Fail(s, err)
 			}
+		}
+	}
+	for _, s := range b.Cfg.Systems {
+		if err := b.memoryAfterLoad(s); err != nil {
+			b.Fail(s, err)
 		}
 	}
 	return b.Err()

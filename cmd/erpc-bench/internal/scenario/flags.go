@@ -38,6 +38,9 @@ type Config struct {
 	// Blocking: latency, each point unloaded and under blocking calls on
 	// another session (blocking.go).
 	Blocking bool
+	// AfterLoad: sessions, how long after the 64 KiB load the server's
+	// resident set is read again (memory.go).
+	AfterLoad time.Duration
 }
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
@@ -71,6 +74,7 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.Resp, "resp", 0, "response size in bytes (0: echo the request; bandwidth: 32)")
 	fs.DurationVar(&c.Dur, "d", 2*time.Second, "measured duration per point")
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up per point, discarded")
+	fs.DurationVar(&c.AfterLoad, "after-load", 10*time.Second, "sessions scenario: when, after its 64 KiB load ends, the server's resident set is read again")
 	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(systems.All[1:], ","))
 	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport: udp, shm or memnet")
 	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth, loss (not -testbed): measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
