@@ -393,7 +393,7 @@ func TestReviewHashHugeWeight(t *testing.T) {
 // and moves keys between replicas that did not change.
 func TestReviewHashBigFleetMinimalMoves(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(21, 4))
-	keys := make([]string, 20000)
+	keys := make([]string, 5000)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("session-%d", rnd.Uint64())
 	}
@@ -448,5 +448,26 @@ func TestReviewP2CHugeFirstSample(t *testing.T) {
 	got := rvCounts(b, 3000, PickInfo{})
 	if got[rs[0]] > 300 {
 		t.Errorf("replica whose one call took MaxInt64 takes %d of 3000 picks", got[rs[0]])
+	}
+}
+
+// Promise 2: weights: with one heavy replica (weight 100, a canary setup
+// reversed) and three of weight 1, the three light ones are alike and
+// should take alike shares of what the heavy one sheds.
+func TestReviewP2CEqualWeightsEqualShare(t *testing.T) {
+	b := P2C()
+	rs := rvReplicas(100, 1, 1, 1)
+	for _, r := range rs {
+		r.State.ObserveLatency(time.Millisecond)
+	}
+	b.Update(rs)
+	rs[0].State.InFlight.Store(8) // the heavy one is busy
+	got := rvCounts(b, 60000, PickInfo{})
+	lo, hi := got[rs[1]], got[rs[1]]
+	for _, r := range rs[2:] {
+		lo, hi = min(lo, got[r]), max(hi, got[r])
+	}
+	if hi > 2*lo {
+		t.Errorf("weights 100,1,1,1 with the heavy one busy: light replicas took %d, %d, %d of 60000", got[rs[1]], got[rs[2]], got[rs[3]])
 	}
 }

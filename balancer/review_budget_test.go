@@ -2,6 +2,7 @@ package balancer
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -252,6 +253,47 @@ func TestReviewRetryBudgetPeriodWrap(t *testing.T) {
 		}
 		if worst > floor {
 			t.Errorf("window %v, wrap at %v: no calls, floor %d, yet %d retries granted %s from the wrap", c.window, c.wrap.UTC().Format(time.RFC3339), floor, worst, where)
+		}
+	}
+}
+
+// Promise 7 with concurrent callers: each reads the clock, then takes the
+// mutex, so Withdraw sees times slightly out of order. A caller whose
+// reading (1 ms old) falls in the previous bucket must not be granted
+// retries the budget already gave out in the current one.
+func TestReviewRetryBudgetStaleReading(t *testing.T) {
+	b := NewRetryBudget(RetryBudgetConfig{})
+	tick := rvT0.Add(37 * time.Second) // a bucket boundary
+	n := 0
+	for range 1000 {
+		if b.Withdraw(tick) {
+			n++
+		}
+	}
+	late := 0
+	for range 1000 {
+		if b.Withdraw(tick.Add(-time.Millisecond)) {
+			late++
+		}
+	}
+	if n+late > 100 {
+		t.Errorf("no calls, floor 100: %d retries granted at %v and %d more to callers whose clock read 1 ms earlier", n, tick.Format("15:04:05.000"), late)
+	}
+}
+
+// Promise 7 (hostile config): NaN is not a zero field; it must not lift
+// the bound altogether.
+func TestReviewRetryBudgetNaNConfig(t *testing.T) {
+	for _, cfg := range []RetryBudgetConfig{{Ratio: math.NaN()}, {MinPerSecond: math.NaN()}} {
+		b := NewRetryBudget(cfg)
+		n := 0
+		for range 100000 {
+			if b.Withdraw(rvT0) {
+				n++
+			}
+		}
+		if n > 1000 {
+			t.Errorf("%+v: no calls, %d retries granted at one instant", cfg, n)
 		}
 	}
 }

@@ -369,3 +369,19 @@ func TestReviewOutlierDuplicateReplicasCap(t *testing.T) {
 		t.Errorf("3 distinct replicas (one listed twice): %d out (cap floor(1.5)=1)", n)
 	}
 }
+
+// Promise 5: SetReplicas "forgets the others". A replica that failed 4
+// times, left the set (resolver flap) and came back must need 5 new
+// failures, not 1.
+func TestReviewOutlierForgetsRemovedFailures(t *testing.T) {
+	o, rs := rvOutlier(4, 12)
+	r := rs[0]
+	for range 4 {
+		o.Observe(r, rvFail(), rvT0)
+	}
+	o.SetReplicas(rs[1:])
+	o.SetReplicas(rs)
+	if o.Observe(r, rvFail(), rvT0.Add(time.Minute)) {
+		t.Errorf("after leaving and rejoining the set, one failure a minute later ejected the replica: its 4 old failures were not forgotten")
+	}
+}
