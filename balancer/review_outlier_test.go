@@ -385,3 +385,85 @@ func TestReviewOutlierForgetsRemovedFailures(t *testing.T) {
 		t.Errorf("after leaving and rejoining the set, one failure a minute later ejected the replica: its 4 old failures were not forgotten")
 	}
 }
+
+// Promise 5: the ejection count restarts after MaxEjection of service, and
+// not before.
+func TestReviewOutlierCountRestart(t *testing.T) {
+	for _, served := range []time.Duration{29 * time.Second, 31 * time.Second} {
+		o, rs := rvOutlier(4, 13)
+		r := rs[0]
+		now := rvT0
+		for range 5 {
+			o.Observe(r, rvFail(), now)
+		}
+		now = now.Add(time.Second)
+		if o.Probe(now) != r || !o.ObserveProbe(r, rvOK(), now) {
+			t.Fatal("first probe")
+		}
+		now = now.Add(served)
+		for range 5 {
+			o.Observe(r, rvFail(), now)
+		}
+		want := 2 * time.Second
+		if served >= 30*time.Second {
+			want = time.Second
+		}
+		if p := o.Probe(now.Add(want*8/10 - time.Millisecond)); p != nil {
+			t.Errorf("served %v: probed before %v", served, want*8/10)
+		}
+		if p := o.Probe(now.Add(want)); p != r {
+			t.Errorf("served %v: not probed after %v", served, want)
+		}
+	}
+}
+
+// Promise 5 under -race: every method at once, with the set changing.
+func TestReviewOutlierRaceAll(t *testing.T) {
+	o, rs := rvOutlier(8, 14)
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(g), 5))
+			now := rvT0
+			for range 5000 {
+				now = now.Add(time.Duration(rnd.IntN(50)) * time.Millisecond)
+				r := rs[rnd.IntN(len(rs))]
+				switch rnd.IntN(5) {
+				case 0, 1:
+					d := rvFail()
+					if rnd.IntN(4) == 0 {
+						d = rvOK()
+					}
+					o.Observe(r, d, now)
+				case 2:
+					if p := o.Probe(now); p != nil {
+						d := rvOK()
+						if rnd.IntN(2) == 0 {
+							d = rvFail()
+						}
+						o.ObserveProbe(p, d, now)
+					}
+				case 3:
+					o.Sweep(now)
+				case 4:
+					_ = o.Status(r)
+				}
+			}
+		}()
+	}
+	go func() { wg.Wait(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		o.SetReplicas(rs)
+	}
+	if n := rvOut(o, rs); n > 4 {
+		t.Errorf("8 replicas: %d out at the end (cap 4)", n)
+	}
+}
