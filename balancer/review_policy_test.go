@@ -230,3 +230,17 @@ func TestReviewAgeJitterExtremes(t *testing.T) {
 		}
 	}
 }
+
+// Promise 6: Delay is a draw, O(1). With Max = MaxInt64 the doubling loop
+// overflows to 0 and never reaches the cap, so it runs attempt times: a
+// session that has been retrying a long time (a large attempt count)
+// spins in Delay.
+func TestReviewBackoffDelayCost(t *testing.T) {
+	b := Backoff{Base: time.Second, Max: time.Duration(math.MaxInt64)}
+	rnd := rand.New(rand.NewPCG(10, 10))
+	start := time.Now()
+	d := b.Delay(1<<27, rnd)
+	if el := time.Since(start); el > 50*time.Millisecond {
+		t.Errorf("Delay(attempt 2^27) took %v (returned %v)", el, d)
+	}
+}
