@@ -467,3 +467,19 @@ func TestReviewOutlierRaceAll(t *testing.T) {
 		t.Errorf("8 replicas: %d out at the end (cap 4)", n)
 	}
 }
+
+// Promise 5 with a huge forward time jump (a fake clock, or a host clock
+// set far ahead): an ejected replica's backoff has long passed, so Probe
+// must hand it out. Probe's lock-free test compares UnixNano, which wraps
+// past 2262.
+func TestReviewOutlierHugeTimeJump(t *testing.T) {
+	for _, jump := range []time.Duration{24 * time.Hour, 100 * 365 * 24 * time.Hour, 250 * 365 * 24 * time.Hour, 290 * 365 * 24 * time.Hour} {
+		o, rs := rvOutlier(4, 15)
+		for range 5 {
+			o.Observe(rs[0], rvFail(), rvT0)
+		}
+		if p := o.Probe(rvT0.Add(jump)); p != rs[0] {
+			t.Errorf("ejected at %v, Probe at %v (+%v) gives %v", rvT0.Format("2006-01-02"), rvT0.Add(jump).Format("2006-01-02"), jump, p)
+		}
+	}
+}
