@@ -72,10 +72,12 @@ func (s *replicaSet) randomIndex() int {
 	return i
 }
 
-// twoDistinct draws two different indexes by weight (len >= 2). With
-// unequal weights it redraws the second a few times and then takes the
-// next index, a bias that matters only for a replica holding nearly all
-// the weight.
+// twoDistinct draws two different indexes (len >= 2): the first with
+// probability proportional to its weight, the second likewise among the
+// others, drawn in the weight mass left once the first is taken out, so
+// the pair's law is exact whatever the weights (a redraw-then-neighbour
+// fallback made the replica listed after a heavy one its near-only
+// partner).
 func (s *replicaSet) twoDistinct() (int, int) {
 	n := len(s.replicas)
 	i := s.randomIndex()
@@ -86,12 +88,13 @@ func (s *replicaSet) twoDistinct() (int, int) {
 		}
 		return i, j
 	}
-	for range 4 {
-		if j := s.randomIndex(); j != i {
-			return i, j
-		}
+	lo := s.cum[i] - weightOf(s.replicas[i]) // mass before replica i
+	x := rand.Uint64N(s.total - weightOf(s.replicas[i]))
+	if x >= lo {
+		x += weightOf(s.replicas[i]) // skip replica i's own range
 	}
-	return i, (i + 1) % n
+	j, _ := slices.BinarySearch(s.cum, x+1)
+	return i, j
 }
 
 // observe records a call's end in r's latency average. A call that never
@@ -103,7 +106,7 @@ func observe(r *Replica, d DoneInfo) {
 		return
 	}
 	lat := d.Latency
-	if d.Err != nil {
+	if d.Err != nil { // Latency() is capped, so 2× it cannot overflow
 		lat = max(lat, 2*r.State.Latency())
 	}
 	r.State.ObserveLatency(lat)

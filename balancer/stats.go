@@ -25,9 +25,20 @@ type ReplicaStats struct {
 // about ten calls yet damps one slow call.
 const ewmaWeight = 0.2
 
-// ObserveLatency folds one call's latency into the average.
+// maxLatency caps a latency sample and the average: a call whose start
+// was never stamped (MaxInt64) must not overflow the average or its
+// conversion back to a Duration; a day is "very slow" for any balancer.
+const maxLatency = 24 * time.Hour
+
+// ObserveLatency folds one call's latency into the average. A negative
+// latency (the clock stepped back during the call) says nothing of the
+// replica's speed and is ignored; samples over maxLatency (a day) count as
+// a day.
 func (s *ReplicaStats) ObserveLatency(d time.Duration) {
-	x := float64(d)
+	if d < 0 {
+		return
+	}
+	x := float64(min(d, maxLatency))
 	for {
 		old := s.ewma.Load()
 		cur := math.Float64frombits(old)
@@ -42,9 +53,13 @@ func (s *ReplicaStats) ObserveLatency(d time.Duration) {
 	}
 }
 
-// Latency is the current average (0 before any sample).
+// Latency is the current average (0 before any sample), in [0, 24 h].
 func (s *ReplicaStats) Latency() time.Duration {
-	return time.Duration(math.Float64frombits(s.ewma.Load()))
+	x := math.Float64frombits(s.ewma.Load())
+	if !(x > 0) { // 0, or a value that cannot come from ObserveLatency
+		return 0
+	}
+	return time.Duration(min(x, float64(maxLatency)))
 }
 
 // Samples is how many latencies the average holds (since it was reset).
