@@ -1,19 +1,23 @@
 package balancer
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"slices"
-	"sort"
+	"strings"
 	"sync/atomic"
 )
 
-// Ring sizes: vnodesPerWeight points per unit of weight, at most
-// maxRingPoints in all (weights scaled down past it, each replica keeping
-// at least one point). 160 points keep each replica's share within about
-// ±10-20 % of its due.
+// Ring sizes: vnodesPerWeight points per unit of weight, weights above
+// maxRingWeight counting as maxRingWeight. A replica's point count thus
+// depends on its own weight only, so adding or removing one replica moves
+// only the keys it takes or held (scaling every replica down when the ring
+// grew past a total cap changed the others' points too). 160 points keep
+// each replica's share within about ±10-20 % of its due; the per-replica
+// cap bounds the ring at 10240 points (160 KiB) per replica.
 const (
 	vnodesPerWeight = 160
-	maxRingPoints   = 1 << 18
+	maxRingWeight   = 64
 )
 
 // Hash returns a consistent-hashing balancer on PickInfo.Key: a hash ring
@@ -25,7 +29,12 @@ const (
 // have to move): removing a replica moves only the keys it held, adding
 // one moves only the keys it takes, and a lookup is a binary search.
 // Calls without a key go to a random point, so they spread by weight.
-// Update rebuilds the ring; Pick and Done take no lock and do not
+// Weights above 64 count as 64 here (a resolver with larger weights, such
+// as SRV's, should scale them down). Replicas sharing an Addr (the fleet
+// client makes one per address, but another caller may not) share ring
+// positions; each shared position goes to the replica first seen by any
+// Hash balancer in the process, so the ring does not depend on Update's
+// order either. Update rebuilds the ring; Pick and Done take no lock and do not
 // allocate.
 func Hash() Balancer { return &hashRing{} }
 
@@ -65,29 +74,35 @@ type ringPoint struct {
 	owner *Replica
 }
 
+func ringPointsOf(r *Replica) uint64 {
+	return min(weightOf(r), maxRingWeight) * vnodesPerWeight
+}
+
 func buildRing(rs []*Replica) *ring {
 	var total uint64
 	for _, r := range rs {
-		total += weightOf(r) * vnodesPerWeight
+		total += ringPointsOf(r)
+		r.State.ensureOrder()
 	}
-	pts := make([]ringPoint, 0, min(total, maxRingPoints+uint64(len(rs))))
+	pts := make([]ringPoint, 0, total)
 	for _, r := range rs {
-		n := weightOf(r) * vnodesPerWeight
-		if total > maxRingPoints {
-			n = max(1, n*maxRingPoints/total)
-		}
 		base := hashString(r.Addr)
-		for i := range n {
+		for i := range ringPointsOf(r) {
 			pts = append(pts, ringPoint{mix64(base + i*0x9e3779b97f4a7c15), r})
 		}
 	}
-	// Ties (improbable) are broken by address so that every client,
-	// whatever order its resolver reported, builds the same ring.
-	sort.Slice(pts, func(i, j int) bool {
-		if pts[i].at != pts[j].at {
-			return pts[i].at < pts[j].at
+	// Ties (improbable between addresses, certain between replicas that
+	// share one) are broken by address and then by the replicas' order of
+	// first sight, a total order, so every client builds the same ring
+	// whatever order its resolver reported.
+	slices.SortFunc(pts, func(a, b ringPoint) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
 		}
-		return pts[i].owner.Addr < pts[j].owner.Addr
+		if c := strings.Compare(a.owner.Addr, b.owner.Addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.owner.State.order.Load(), b.owner.State.order.Load())
 	})
 	rg := &ring{points: make([]uint64, len(pts)), owners: make([]*Replica, len(pts))}
 	for i, p := range pts {

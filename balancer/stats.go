@@ -19,6 +19,22 @@ type ReplicaStats struct {
 	// ejection state (an OutlierStatus), read lock-free by Outlier.Status.
 	failures atomic.Int64
 	status   atomic.Int32
+
+	// order is a process-unique number given the first time a Hash
+	// balancer sees the replica (0 before): the stable tie-break between
+	// replicas that share an Addr.
+	order atomic.Uint64
+}
+
+// replicaOrders numbers replicas in the order Hash balancers first see
+// them.
+var replicaOrders atomic.Uint64
+
+// ensureOrder gives s its order number if it has none.
+func (s *ReplicaStats) ensureOrder() {
+	if s.order.Load() == 0 {
+		s.order.CompareAndSwap(0, replicaOrders.Add(1))
+	}
 }
 
 // ewmaWeight is the weight of a new sample. 0.2 follows a change within
