@@ -1,6 +1,7 @@
 package balancer
 
 import (
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -21,7 +22,9 @@ type Backoff struct {
 }
 
 // Delay is the wait before reconnect attempt n (0 for the first after a
-// failure), drawn from rnd (nil: math/rand/v2's).
+// failure; negative counts as 0), drawn from rnd (nil: math/rand/v2's).
+// It costs the same for every n, and Base×2^n saturates at Max rather than
+// overflowing, so Max = MaxInt64 means "no cap".
 func (b Backoff) Delay(attempt int, rnd *rand.Rand) time.Duration {
 	base, ceil := b.Base, b.Max
 	if base <= 0 {
@@ -30,12 +33,15 @@ func (b Backoff) Delay(attempt int, rnd *rand.Rand) time.Duration {
 	if ceil <= 0 {
 		ceil = 10 * time.Second
 	}
-	window := base
-	for i := 0; i < attempt && window < ceil; i++ {
-		window *= 2
+	window := ceil
+	if attempt < 0 {
+		attempt = 0
 	}
-	window = min(window, ceil)
-	return time.Duration(randFloat(rnd) * float64(window))
+	if attempt < 63 && base <= ceil>>attempt {
+		window = base << attempt
+	}
+	d := time.Duration(randFloat(rnd) * float64(window))
+	return min(max(d, 0), window-1) // float rounding must not reach window
 }
 
 // Next is when attempt n may start, the last having failed at now.
@@ -57,10 +63,18 @@ type ConnectLimiter struct {
 	last   time.Time
 }
 
+// maxConnectRate bounds the rate: an infinite one would make the refill
+// 0 × Inf = NaN.
+const maxConnectRate = 1e9
+
 // NewConnectLimiter allows perSecond connects a second on average and
-// burst at once (both at least 1); the bucket starts full.
+// burst at once (both at least 1; a NaN rate counts as 1, and rates above
+// 1e9 as 1e9); the bucket starts full.
 func NewConnectLimiter(perSecond float64, burst int) *ConnectLimiter {
-	perSecond = max(perSecond, 1)
+	if !(perSecond >= 1) { // also NaN
+		perSecond = 1
+	}
+	perSecond = min(perSecond, maxConnectRate)
 	b := float64(max(burst, 1))
 	return &ConnectLimiter{rate: perSecond, burst: b, tokens: b}
 }
@@ -110,11 +124,19 @@ func (l *ConnectLimiter) Reserve(now time.Time) time.Duration {
 // window, not at one instant, and each reconnect lets the balancer place
 // the session anew, so replicas added since get their share (gRPC's
 // MaxConnectionAge, ±10 % jitter, does the same from the server side).
-// Zero or negative maxAge means no aging (0).
+// Zero or negative maxAge means no aging (0). A NaN or negative jitter
+// counts as 0, one above 1 as 1, and the result saturates at MaxInt64.
 func AgeJitter(maxAge time.Duration, jitter float64, rnd *rand.Rand) time.Duration {
 	if maxAge <= 0 {
 		return 0
 	}
-	jitter = min(max(jitter, 0), 1)
-	return time.Duration(float64(maxAge) * (1 + jitter*(2*randFloat(rnd)-1)))
+	if !(jitter > 0) { // also NaN
+		jitter = 0
+	}
+	jitter = min(jitter, 1)
+	age := float64(maxAge) * (1 + jitter*(2*randFloat(rnd)-1))
+	if age >= math.MaxInt64 { // float64(MaxInt64) is 2^63, out of range
+		return math.MaxInt64
+	}
+	return time.Duration(age)
 }
