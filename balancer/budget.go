@@ -1,6 +1,7 @@
 package balancer
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,7 +11,20 @@ import (
 // the window slides a bucket (a tenth of it) at a time.
 const budgetBuckets = 10
 
-// RetryBudgetConfig tunes a RetryBudget; zero fields take the defaults.
+// A bucket word packs the bucket's period tag in its high tagBits and its
+// count in the low countBits, so that a bucket is moved on to a new period
+// and counted in one compare-and-swap. The tag is the period modulo
+// tagModulus, a multiple of budgetBuckets: two periods of one window never
+// share a slot, and a tag repeats only every tagModulus periods (1361
+// years of 1 s buckets). Counts saturate at 2^28-1 per bucket.
+const (
+	countBits  = 28
+	countMask  = 1<<countBits - 1
+	tagModulus = budgetBuckets << 32 // < 2^(64-countBits)
+)
+
+// RetryBudgetConfig tunes a RetryBudget; zero fields take the defaults,
+// and so do NaN or infinite ones.
 type RetryBudgetConfig struct {
 	// Ratio is the retries allowed per call deposited (default 0.1).
 	Ratio float64
@@ -30,27 +44,38 @@ type RetryBudgetConfig struct {
 // Deposit, once per call (not per retry), is on every call's path: it is
 // lock-free and does not allocate. Withdraw, once per retry wanted, takes a
 // mutex so that concurrent retries cannot overdraw together.
+//
+// Buckets are counted from the first time the budget is given, with
+// time.Time.Sub, so a wall-clock step does not move them when the times
+// carry a monotonic reading (time.Now's do). A Withdraw whose time reads
+// less than a window before the latest one seen (a caller that read the
+// clock, then waited for the mutex) counts at the latest one; a reading
+// further back (a fake clock reset) starts afresh from it.
 type RetryBudget struct {
 	ratio  float64
 	floor  float64 // retries allowed per window whatever the calls
 	bucket int64   // ns per bucket
-	// Each word holds a bucket's number (its start / bucket, low 32 bits)
-	// in its high half and its count in the low half, so that a bucket is
-	// moved on to a new period and counted in one compare-and-swap.
+	// base is the first time seen, moved back to a bucket boundary (of
+	// the wall clock, keeping the monotonic reading): period 0 starts
+	// there.
+	base     atomic.Pointer[time.Time]
 	deposits [budgetBuckets]atomic.Uint64
 	mu       sync.Mutex
 	retries  [budgetBuckets]uint64 // same packing; under mu
+	latest   int64                 // newest period Withdraw saw; under mu
+	seen     bool                  // latest is set; under mu
 }
 
 // NewRetryBudget returns a budget with cfg's settings.
 func NewRetryBudget(cfg RetryBudgetConfig) *RetryBudget {
-	if cfg.Ratio <= 0 {
+	if !(cfg.Ratio > 0) || math.IsInf(cfg.Ratio, 0) { // also NaN
 		cfg.Ratio = 0.1
 	}
-	if cfg.MinPerSecond < 0 {
-		cfg.MinPerSecond = 0
-	} else if cfg.MinPerSecond == 0 {
+	switch {
+	case math.IsNaN(cfg.MinPerSecond) || math.IsInf(cfg.MinPerSecond, 0) || cfg.MinPerSecond == 0:
 		cfg.MinPerSecond = 10
+	case cfg.MinPerSecond < 0:
+		cfg.MinPerSecond = 0
 	}
 	if cfg.Window < budgetBuckets {
 		cfg.Window = 10 * time.Second
@@ -62,19 +87,44 @@ func NewRetryBudget(cfg RetryBudgetConfig) *RetryBudget {
 	}
 }
 
-// period is the number of the bucket-long period now falls in.
-func (b *RetryBudget) period(now time.Time) uint32 {
-	return uint32(now.UnixNano() / b.bucket)
+// period is the number of the bucket-long period now falls in, counted
+// from the budget's base (negative before it).
+func (b *RetryBudget) period(now time.Time) int64 {
+	base := b.base.Load()
+	if base == nil {
+		bucket := time.Duration(b.bucket)
+		start := now.Add(-now.Sub(now.Truncate(bucket))) // keeps the monotonic reading
+		b.base.CompareAndSwap(nil, &start)
+		base = b.base.Load()
+	}
+	d := int64(now.Sub(*base)) // saturates rather than wraps
+	p := d / b.bucket
+	if d%b.bucket < 0 {
+		p-- // floor, not truncation, before the base
+	}
+	return p
+}
+
+// tagOf is period p's tag: p modulo tagModulus, in [0, tagModulus).
+func tagOf(p int64) uint64 {
+	t := p % tagModulus
+	if t < 0 {
+		t += tagModulus
+	}
+	return uint64(t)
 }
 
 // Deposit counts one call.
 func (b *RetryBudget) Deposit(now time.Time) {
-	p := b.period(now)
-	w := &b.deposits[p%budgetBuckets]
+	tag := tagOf(b.period(now))
+	w := &b.deposits[tag%budgetBuckets]
 	for {
 		old := w.Load()
-		next := uint64(p)<<32 | 1
-		if uint32(old>>32) == p {
+		next := tag<<countBits | 1
+		if old>>countBits == tag {
+			if old&countMask == countMask {
+				return // saturated
+			}
 			next = old + 1
 		}
 		if w.CompareAndSwap(old, next) {
@@ -88,28 +138,33 @@ func (b *RetryBudget) Withdraw(now time.Time) bool {
 	p := b.period(now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.seen && p < b.latest && b.latest-p < budgetBuckets {
+		p = b.latest // a stale reading: count it at the latest
+	}
+	b.latest, b.seen = p, true
+	tag := tagOf(p)
 	var calls, retries uint64
 	for i := range budgetBuckets {
-		calls += inWindow(b.deposits[i].Load(), p)
-		retries += inWindow(b.retries[i], p)
+		calls += inWindow(b.deposits[i].Load(), tag)
+		retries += inWindow(b.retries[i], tag)
 	}
-	if float64(retries+1) > b.ratio*float64(calls)+b.floor {
-		return false
+	w := &b.retries[tag%budgetBuckets]
+	if float64(retries+1) > b.ratio*float64(calls)+b.floor || *w == tag<<countBits|countMask {
+		return false // over budget, or the bucket cannot count another
 	}
-	w := &b.retries[p%budgetBuckets]
-	if uint32(*w>>32) == p {
+	if *w>>countBits == tag {
 		*w++
 	} else {
-		*w = uint64(p)<<32 | 1
+		*w = tag<<countBits | 1
 	}
 	return true
 }
 
 // inWindow is a bucket word's count if its period is among the window's
-// budgetBuckets periods ending at p, else 0.
-func inWindow(word uint64, p uint32) uint64 {
-	if p-uint32(word>>32) < budgetBuckets {
-		return word & (1<<32 - 1)
+// budgetBuckets periods ending at the one tagged tag, else 0.
+func inWindow(word, tag uint64) uint64 {
+	if (tag+tagModulus-word>>countBits)%tagModulus < budgetBuckets {
+		return word & countMask
 	}
 	return 0
 }
