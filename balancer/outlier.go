@@ -39,9 +39,9 @@ type OutlierConfig struct {
 	MaxEjection  time.Duration
 	Jitter       float64
 	// MaxEjectedFraction bounds the replicas out at once (ejected or
-	// probing) to this fraction of all, rounded down (default 0.5): a
-	// fleet-wide fault must not eject the fleet. A lone replica is never
-	// ejected.
+	// probing) to this fraction of the distinct replicas, rounded down
+	// (default 0.5), and to one less than all: a fleet-wide fault must not
+	// eject the fleet. A lone replica is never ejected.
 	MaxEjectedFraction float64
 	// Rand is the jitter's source (nil: math/rand/v2's).
 	Rand *rand.Rand
@@ -72,7 +72,10 @@ func (c *OutlierConfig) setDefaults() {
 }
 
 // Outlier is the fleet client's outlier detector. It takes no clock: each
-// method is told the time. Observe is on every call's path and takes no
+// method is told the time, and compares times with time.Time's methods
+// (Sub, Before), which use the monotonic reading when both times carry
+// one: a wall-clock step does not keep a replica out, and no time jump
+// wraps. Observe is on every call's path and takes no
 // lock unless the call ejects its replica; Status and Probe (when no probe
 // is due) are lock-free too. Whenever a method reports a change, the
 // client passes the replicas whose Status is Serving to its balancer.
@@ -84,10 +87,23 @@ type Outlier struct {
 	cfg OutlierConfig
 
 	mu       sync.Mutex
-	replicas []*Replica
+	replicas []*Replica // distinct
 	state    map[*Replica]*ejection
-	// nextProbe is when (unix ns) the first ejected replica may be probed,
-	// math.MaxInt64 when none is ejected: Probe's lock-free test.
+	// gone remembers, by Addr, the ejection state of replicas that left
+	// the set, for MaxEjection, so that a resolver flap does not bring an
+	// ejected replica back unprobed or reset its backoff.
+	gone map[string]goneEjection
+	// clock is the latest time a locked method was told: when a replica
+	// left, to within a Sweep.
+	clock time.Time
+	// epoch is the time of the first ejection; nextProbe counts from it.
+	// Written once (under mu) before nextProbe first leaves MaxInt64, so
+	// Probe reads it lock-free after loading nextProbe.
+	epoch    time.Time
+	epochSet bool
+	// nextProbe is when the first ejected replica may be probed, in ns
+	// after epoch (Sub: monotonic, saturating), math.MaxInt64 when none is
+	// ejected: Probe's lock-free test.
 	nextProbe atomic.Int64
 }
 
@@ -102,26 +118,9 @@ type ejection struct {
 // NewOutlier returns a detector with cfg's settings.
 func NewOutlier(cfg OutlierConfig) *Outlier {
 	cfg.setDefaults()
-	o := &Outlier{cfg: cfg, state: map[*Replica]*ejection{}}
+	o := &Outlier{cfg: cfg, state: map[*Replica]*ejection{}, gone: map[string]goneEjection{}}
 	o.nextProbe.Store(math.MaxInt64)
 	return o
-}
-
-// SetReplicas gives the detector the client's current replicas (all of
-// them, ejected or not); it forgets the others (which serve again should
-// the client reuse them).
-func (o *Outlier) SetReplicas(all []*Replica) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.replicas = slices.Clone(all)
-	for r := range o.state {
-		if !slices.Contains(all, r) {
-			delete(o.state, r)
-			r.State.status.Store(int32(Serving))
-			r.State.failures.Store(0)
-		}
-	}
-	o.updateNextProbe()
 }
 
 // Status is r's standing; lock-free.
@@ -147,6 +146,7 @@ func (o *Outlier) Observe(r *Replica, d DoneInfo, now time.Time) (changed bool) 
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.clock = now
 	return o.eject(r, now)
 }
 
@@ -154,11 +154,12 @@ func (o *Outlier) Observe(r *Replica, d DoneInfo, now time.Time) (changed bool) 
 // Probing: the caller sends this one call to it and reports the call's
 // end with ObserveProbe. Nil (without a lock) when none is due.
 func (o *Outlier) Probe(now time.Time) *Replica {
-	if now.UnixNano() < o.nextProbe.Load() {
+	if next := o.nextProbe.Load(); next == math.MaxInt64 || int64(now.Sub(o.epoch)) < next {
 		return nil
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.clock = now
 	var due *Replica
 	for r, e := range o.state {
 		if o.Status(r) == Ejected && !e.until.After(now) && (due == nil || e.until.Before(o.state[due].until)) {
@@ -180,6 +181,7 @@ func (o *Outlier) Probe(now time.Time) *Replica {
 func (o *Outlier) ObserveProbe(r *Replica, d DoneInfo, now time.Time) (changed bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.clock = now
 	e := o.state[r]
 	if e == nil || o.Status(r) != Probing {
 		return false
@@ -206,6 +208,8 @@ func (o *Outlier) ObserveProbe(r *Replica, d DoneInfo, now time.Time) (changed b
 func (o *Outlier) Sweep(now time.Time) (changed bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.clock = now
+	o.pruneGone(now)
 	for r, e := range o.state {
 		if o.Status(r) == Probing && now.Sub(e.probeSince) >= o.cfg.MaxEjection {
 			o.ejectFor(r, e, now)
@@ -253,13 +257,7 @@ func (o *Outlier) eject(r *Replica, now time.Time) bool {
 	if o.Status(r) != Serving || !slices.Contains(o.replicas, r) {
 		return false
 	}
-	out := 0
-	for _, x := range o.replicas {
-		if o.Status(x) != Serving {
-			out++
-		}
-	}
-	if out+1 > int(o.cfg.MaxEjectedFraction*float64(len(o.replicas))) {
+	if o.countOut()+1 > o.maxOut() {
 		return false // r stays; its next failure tries again
 	}
 	e := o.state[r]
@@ -276,29 +274,24 @@ func (o *Outlier) eject(r *Replica, now time.Time) bool {
 
 // ejectFor starts r's next, longer ejection (o.mu held).
 func (o *Outlier) ejectFor(r *Replica, e *ejection, now time.Time) {
+	if !o.epochSet {
+		o.epoch, o.epochSet = now, true
+	}
 	e.count++
 	e.until = now.Add(o.ejectionTime(e.count))
 	r.State.status.Store(int32(Ejected))
 	o.updateNextProbe()
 }
 
-// ejectionTime is the n-th consecutive ejection's length.
+// ejectionTime is the n-th consecutive ejection's length:
+// min(MaxEjection, BaseEjection×2^(n-1)), saturating rather than
+// overflowing however long the outage, less the jitter.
 func (o *Outlier) ejectionTime(n int) time.Duration {
 	d := o.cfg.MaxEjection
-	if n <= 30 {
-		d = min(d, o.cfg.BaseEjection<<(n-1))
+	if shift := n - 1; shift < 63 && o.cfg.BaseEjection <= d>>shift {
+		d = o.cfg.BaseEjection << shift
 	}
 	return d - time.Duration(o.cfg.Jitter*randFloat(o.cfg.Rand)*float64(d))
-}
-
-func (o *Outlier) updateNextProbe() {
-	next := int64(math.MaxInt64)
-	for r, e := range o.state {
-		if o.Status(r) == Ejected {
-			next = min(next, e.until.UnixNano())
-		}
-	}
-	o.nextProbe.Store(next)
 }
 
 // randFloat is a float in [0, 1) from rnd, or math/rand/v2's when nil.
