@@ -142,3 +142,33 @@ func TestHashEmpty(t *testing.T) {
 		t.Fatal("pick from no replicas")
 	}
 }
+
+// TestHashPointsByOwnWeight: a replica's ring points depend on its own
+// weight only: min(weight, 64) × 160 of them, the same whatever else is
+// on the ring (here a fleet far past the old 2^18-point total cap).
+func TestHashPointsByOwnWeight(t *testing.T) {
+	rs := newReplicas(60, 1, 0, 7, 64, 65, 4000)
+	pointsOf := func(rg *ring, r *Replica) []uint64 {
+		var at []uint64
+		for i, o := range rg.owners {
+			if o == r {
+				at = append(at, rg.points[i])
+			}
+		}
+		return at
+	}
+	full := buildRing(rs)
+	alone := buildRing(rs[:6])
+	for i, r := range rs[:6] {
+		want := min(weightOf(r), 64) * 160
+		a, b := pointsOf(full, r), pointsOf(alone, r)
+		if uint64(len(a)) != want || len(b) != len(a) {
+			t.Fatalf("replica %d weight %d: %d points among 60, %d among 6, want %d", i, r.Weight, len(a), len(b), want)
+		}
+		for k := range a {
+			if a[k] != b[k] {
+				t.Fatalf("replica %d: its points moved when others joined", i)
+			}
+		}
+	}
+}
