@@ -19,7 +19,8 @@ const (
 	Probing                      // back for one probe call
 )
 
-// OutlierConfig tunes an Outlier; zero fields take the defaults.
+// OutlierConfig tunes an Outlier; zero fields take the defaults, and so do
+// NaN or out-of-range ones.
 type OutlierConfig struct {
 	// ConsecutiveFailures ejects a replica after this many failed calls
 	// in a row (default 5).
@@ -51,7 +52,7 @@ func (c *OutlierConfig) setDefaults() {
 	if c.ConsecutiveFailures <= 0 {
 		c.ConsecutiveFailures = 5
 	}
-	if c.LatencyFactor <= 0 {
+	if !(c.LatencyFactor > 0) || math.IsInf(c.LatencyFactor, 1) { // also NaN
 		c.LatencyFactor = 3
 	}
 	if c.MinSamples == 0 {
@@ -63,10 +64,10 @@ func (c *OutlierConfig) setDefaults() {
 	if c.MaxEjection <= 0 {
 		c.MaxEjection = 30 * time.Second
 	}
-	if c.Jitter <= 0 || c.Jitter > 1 {
+	if !(c.Jitter > 0 && c.Jitter <= 1) { // also NaN
 		c.Jitter = 0.2
 	}
-	if c.MaxEjectedFraction <= 0 || c.MaxEjectedFraction > 1 {
+	if !(c.MaxEjectedFraction > 0 && c.MaxEjectedFraction <= 1) { // also NaN
 		c.MaxEjectedFraction = 0.5
 	}
 }

@@ -1,6 +1,7 @@
 package balancer
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -98,6 +99,54 @@ func TestOutlierLoneReplicaFullFraction(t *testing.T) {
 		}
 		if out := countOut(o, rs); out != n-1 {
 			t.Errorf("%d replicas all failing, fraction 1: %d out, want %d", n, out, n-1)
+		}
+	}
+}
+
+// TestOutlierNaNConfig: NaN (or infinite) float settings take the
+// defaults: with every replica failing half are out, each first ejection
+// lasts 0.8 s to 1 s, and a replica at 3.5× the others' latency is
+// ejected by Sweep.
+func TestOutlierNaNConfig(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, cfg := range []OutlierConfig{
+		{LatencyFactor: nan, Jitter: nan, MaxEjectedFraction: nan},
+		{LatencyFactor: inf, Jitter: inf, MaxEjectedFraction: inf},
+	} {
+		for seed := range uint64(10) {
+			cfg.Rand = rand.New(rand.NewPCG(seed, 1))
+			rs := newReplicas(4)
+			o := NewOutlier(cfg)
+			o.SetReplicas(rs)
+			for range 5 {
+				for _, r := range rs {
+					o.Observe(r, failed(), t0)
+				}
+			}
+			if out := countOut(o, rs); out != 2 {
+				t.Fatalf("%+v: 4 replicas all failing: %d out, want 2", cfg, out)
+			}
+			if p := o.Probe(t0.Add(790 * time.Millisecond)); p != nil {
+				t.Fatalf("%+v: probe due before 0.8 s", cfg)
+			}
+			if p := o.Probe(t0.Add(time.Second)); p == nil {
+				t.Fatalf("%+v: no probe due after 1 s", cfg)
+			}
+		}
+		rs := newReplicas(5)
+		o := NewOutlier(cfg)
+		o.SetReplicas(rs)
+		for i, r := range rs {
+			lat := 10 * time.Millisecond
+			if i == 0 {
+				lat = 35 * time.Millisecond
+			}
+			for range 30 {
+				r.State.ObserveLatency(lat)
+			}
+		}
+		if o.Sweep(t0); o.Status(rs[0]) != Ejected {
+			t.Fatalf("%+v: a replica at 3.5x the others' latency was not ejected", cfg)
 		}
 	}
 }
