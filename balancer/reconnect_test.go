@@ -1,6 +1,8 @@
 package balancer
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -181,5 +183,18 @@ func TestConnectLimiterConcurrent(t *testing.T) {
 	}
 	if last := starts[len(starts)-1].Sub(t0); last < 7940*time.Millisecond {
 		t.Fatalf("800 slots end at %v, want 7.95 s", last)
+	}
+}
+
+// BenchmarkBackoffDelay: Delay costs the same for any attempt count
+// (compare attempt 1 with 2^27, Max = MaxInt64).
+func BenchmarkBackoffDelay(b *testing.B) {
+	bo := Backoff{Base: time.Second, Max: time.Duration(math.MaxInt64)}
+	for _, n := range []int{1, 1 << 27} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for b.Loop() {
+				bo.Delay(n, nil)
+			}
+		})
 	}
 }
