@@ -210,8 +210,9 @@
 // Post functions and OnLoop handlers are never handed off: one that blocks
 // holds every call of its endpoint meanwhile (logged after WithStallLog).
 // A Session talks to one server: there is no client-side load balancing
-// over several. The transports are UDP, shared memory and the in-memory
-// network: no TCP, no kernel bypass.
+// over several. The transports are UDP, TCP (for networks that drop or
+// throttle UDP: "tcp://host:port", package transport/tcp), shared memory
+// and the in-memory network: no kernel bypass.
 //
 // # Stability
 //
@@ -273,6 +274,7 @@
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,
-//     transport/shm, transport/memnet; transport/transporttest and
+//     transport/tcp, transport/shm, transport/memnet; tcp_listen.go
+//     (opening "tcp://" endpoints); transport/transporttest and
 //     transport/rpctest are the suites each passes.
 package erpc
