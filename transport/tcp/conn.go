@@ -1,7 +1,7 @@
 package tcp
 
 import (
-	"io"
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -107,26 +107,20 @@ func (c *conn) reader() {
 	defer c.t.wg.Done()
 	t := c.t
 	buf := make([]byte, frameHead+MaxDatagram+64<<10)
-	_ = c.nc.SetReadDeadline(time.Now().Add(t.opts.DialTimeout))
-	if _, err := io.ReadFull(c.nc, buf[:prefaceLen]); err != nil {
+	filled, err := c.readPreface(buf)
+	if err != nil {
+		if errors.Is(err, errBadPreface) {
+			t.stats.badPreface.Add(1)
+			t.log.Warn("erpc tcp: connection cut off", "peer", c.nc.RemoteAddr().String(), "err", err)
+		}
 		c.fail(err)
 		return
 	}
-	if err := checkPreface(buf[:prefaceLen]); err != nil {
-		t.stats.badPreface.Add(1)
-		t.log.Warn("erpc tcp: connection cut off", "peer", c.nc.RemoteAddr().String(), "err", err)
-		c.fail(err)
-		return
-	}
-	_ = c.nc.SetReadDeadline(time.Time{})
 	if !t.register(c) {
 		c.fail(nil)
 		return
 	}
-	filled := 0
 	for {
-		n, err := c.nc.Read(buf[filled:])
-		filled += n
 		if filled > 0 {
 			used, wasEmpty, ok, perr := t.in.put(c.addr, buf[:filled], MaxDatagram, parseFrames)
 			if !ok {
@@ -147,7 +141,31 @@ func (c *conn) reader() {
 			c.fail(err)
 			return
 		}
+		var n int
+		n, err = c.nc.Read(buf[filled:])
+		filled += n
 	}
+}
+
+// readPreface reads the peer's preface into buf, within DialTimeout,
+// checking each byte as it comes, so a peer that speaks something else
+// is cut off on its first bytes however few it sends. It returns how many
+// bytes past the preface buf holds.
+func (c *conn) readPreface(buf []byte) (int, error) {
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.t.opts.DialTimeout))
+	filled := 0
+	for filled < prefaceLen {
+		n, err := c.nc.Read(buf[filled:])
+		filled += n
+		if m := min(filled, prefaceLen); string(buf[:m]) != string(preface[:m]) {
+			return 0, checkPreface(buf[:prefaceLen])
+		}
+		if err != nil && filled < prefaceLen {
+			return 0, err
+		}
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+	return copy(buf, buf[prefaceLen:filled]), nil
 }
 
 // fail ends the connection (err nil: closed by this side). If it was the

@@ -10,13 +10,15 @@ import (
 // preface is what each side writes first on a new connection, before any
 // frame: a magic that no other protocol a port may speak starts with
 // (HTTP/1 starts with a method or "HTTP/", HTTP/2 and so gRPC with "PRI *",
-// TLS with 0x16), then the version of this framing. A side checks the
-// peer's preface before it takes a frame, so a peer speaking something
-// else (or a different version) is cut off on its first bytes.
-var preface = [prefaceLen]byte{'e', 'R', 'P', 'C', '/', 't', 'c', version}
+// TLS with 0x16), the version of this framing, and a newline, which makes
+// an HTTP/1 server answer at once (400: not a request line) instead of
+// waiting for the rest of a request. A side checks the peer's preface
+// before it takes a frame, so a peer speaking something else (or a
+// different version) is cut off on its first bytes.
+var preface = [prefaceLen]byte{'e', 'R', 'P', 'C', '/', 't', 'c', 'p', version, '\n'}
 
 const (
-	prefaceLen = 8
+	prefaceLen = 10
 	version    = 1
 	frameHead  = 4 // each frame: a big-endian uint32 length, then the datagram
 )
@@ -36,8 +38,8 @@ func checkPreface(p []byte) error {
 	if [prefaceLen]byte(p) == preface {
 		return nil
 	}
-	if string(p[:prefaceLen-1]) == string(preface[:prefaceLen-1]) {
-		return fmt.Errorf("%w: it speaks version %d of the framing, this side %d", errBadPreface, p[prefaceLen-1], version)
+	if string(p[:prefaceLen-2]) == string(preface[:prefaceLen-2]) {
+		return fmt.Errorf("%w: it speaks version %d of the framing, this side %d", errBadPreface, p[prefaceLen-2], version)
 	}
 	return fmt.Errorf("%w: its first bytes are %s", errBadPreface, strconv.Quote(string(p)))
 }

@@ -50,6 +50,9 @@ func (c *conn) send(run []transport.Message) {
 		c.out = c.appendFrames(c.out, run, written)
 	}
 	kick := len(c.out) > 0 && c.nc != nil && !c.writing
+	if len(c.out) > 0 {
+		c.t.stats.deferred.Add(1)
+	}
 	c.mu.Unlock()
 	if werr != nil {
 		c.fail(werr)

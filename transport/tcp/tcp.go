@@ -63,6 +63,7 @@ type Stats struct {
 	Refused     uint64 // accepted connections closed at once: MaxConns reached
 	Dropped     uint64 // datagrams dropped: a connection's outbox full
 	ReDialPorts uint64 // dials that could not use the listening port and used an ephemeral one
+	Deferred    uint64 // sends the kernel did not take whole at once (or made while dialing), left to the writer
 }
 
 var (
@@ -100,7 +101,7 @@ type Transport struct {
 	ngone atomic.Int32 // len(gone), read without the lock
 
 	stats struct {
-		dialed, accepted, dialFailed, badPreface, malformed, refused, dropped, redial atomic.Uint64
+		dialed, accepted, dialFailed, badPreface, malformed, refused, dropped, redial, deferred atomic.Uint64
 	}
 
 	// Owned by the loop.
@@ -214,7 +215,7 @@ func (t *Transport) Stats() Stats {
 		Conns: n, Dialed: t.stats.dialed.Load(), Accepted: t.stats.accepted.Load(),
 		DialFailed: t.stats.dialFailed.Load(), BadPreface: t.stats.badPreface.Load(),
 		Malformed: t.stats.malformed.Load(), Refused: t.stats.refused.Load(),
-		Dropped: t.stats.dropped.Load(), ReDialPorts: t.stats.redial.Load(),
+		Dropped: t.stats.dropped.Load(), ReDialPorts: t.stats.redial.Load(), Deferred: t.stats.deferred.Load(),
 	}
 }
 
