@@ -43,11 +43,18 @@
 // most, like a socket buffer; beyond it a frame is dropped, counted in
 // Stats.Dropped, and the safety-net timer sends it again).
 //
-// The loop never blocks. Each connection has a reader goroutine, which
-// cuts the stream into frames and copies them into an inbox that Receive
-// takes whole (bounded: past 32 MiB the readers wait, and TCP's flow
-// control holds the peers back), waking the loop when it was empty. On
-// Linux Send writes with a non-blocking writev from the loop itself when
-// nothing waits before it; what the kernel does not take, and everything
-// elsewhere, goes to the connection's writer goroutine.
+// The loop never blocks, and on Linux nothing stands between it and the
+// sockets (io_linux.go): Receive asks an epoll set of the transport's own
+// which connections are readable and reads them with non-blocking reads,
+// passing frames to the engine straight from each connection's read
+// buffer; Send writes a run of datagrams with one non-blocking writev,
+// and what the kernel does not take waits in the outbox until the socket
+// is writable (EPOLLOUT); Wait parks on the epoll set in the Go netpoller.
+// A goroutine per connection only sets it up (dial, prefaces, and the
+// frames sent meanwhile). Elsewhere, or built with the erpc_portable tag,
+// each connection has a reader goroutine, which copies frames into an
+// inbox that Receive takes whole (bounded: past 32 MiB the readers wait,
+// and TCP's flow control holds the peers back), and a writer goroutine.
+// Reader goroutines cost latency where the loop spins: their wake-ups wait
+// for the scheduler's netpoll (see io_linux.go).
 package tcp

@@ -32,8 +32,8 @@ func until(t *testing.T, what string, cond func() bool) {
 }
 
 // rawPeer connects to tr, writes b, and returns what tr sends back until
-// it closes the connection.
-func rawPeer(t *testing.T, tr *tcp.Transport, b []byte) []byte {
+// it closes the connection, running tr's loop (Receive, into got) meanwhile.
+func rawPeer(t *testing.T, tr *tcp.Transport, b []byte, got *[]string) []byte {
 	t.Helper()
 	c, err := net.Dial("tcp", tr.LocalAddr().String())
 	if err != nil {
@@ -44,11 +44,31 @@ func rawPeer(t *testing.T, tr *tcp.Transport, b []byte) []byte {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	got, err := io.ReadAll(c)
-	if err != nil && !errors.Is(err, net.ErrClosed) && !isReset(err) {
-		t.Fatalf("reading what the transport sent: %v", err)
+	type result struct {
+		b   []byte
+		err error
 	}
-	return got
+	done := make(chan result, 1)
+	go func() {
+		b, err := io.ReadAll(c)
+		done <- result{b, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil && !errors.Is(r.err, net.ErrClosed) && !isReset(r.err) {
+				t.Fatalf("reading what the transport sent: %v", r.err)
+			}
+			return r.b
+		default:
+		}
+		tr.Receive(func(_ netip.AddrPort, d []byte) {
+			if got != nil {
+				*got = append(*got, string(d))
+			}
+		})
+		tr.Wait(time.Now().Add(time.Millisecond))
+	}
 }
 
 func isReset(err error) bool {
@@ -68,7 +88,7 @@ func TestWrongPreface(t *testing.T) {
 		{0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xfc},
 		append([]byte("eRPC/tcp\x02\n"), 0, 0, 0, 1, 'x'),
 	} {
-		got := rawPeer(t, tr, b)
+		got := rawPeer(t, tr, b, nil)
 		if !bytes.HasPrefix(goodPreface, got) { // the close may overtake the preface
 			t.Errorf("peer %d was sent %q before the close, want (part of) the preface alone", i, got)
 		}
@@ -100,12 +120,11 @@ func TestMalformedFrame(t *testing.T) {
 	b = append(b, "abc"...)
 	b = binary.BigEndian.AppendUint32(b, tcp.MaxDatagram+1)
 	b = append(b, "rest"...)
-	rawPeer(t, tr, b)
+	var got []string
+	rawPeer(t, tr, b, &got)
 	if n := tr.Stats().Malformed; n != 1 {
 		t.Fatalf("Malformed = %d, want 1", n)
 	}
-	var got []string
-	tr.Receive(func(_ netip.AddrPort, d []byte) { got = append(got, string(d)) })
 	if len(got) != 1 || got[0] != "abc" {
 		t.Fatalf("delivered %q, want the one frame before the bad length", got)
 	}

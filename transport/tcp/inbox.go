@@ -1,3 +1,5 @@
+//go:build !linux || erpc_portable
+
 package tcp
 
 import (
@@ -13,6 +15,10 @@ import (
 // of a swap, never of a delivery. Past maxInbox bytes the readers wait for
 // the next swap (TCP's flow control then holds the peers back): the
 // memory a transport holds for frames is two arenas, whatever arrives.
+// maxInbox is the bytes of frames read but not yet taken by Receive, all
+// connections together.
+const maxInbox = 32 << 20
+
 type inbox struct {
 	mu     sync.Mutex
 	room   sync.Cond // Receive took the arena, or the transport closed
@@ -35,11 +41,12 @@ func (in *inbox) init() { in.room.L = &in.mu }
 // pending reports whether frames wait for Receive.
 func (in *inbox) pending() bool { return in.n.Load() != 0 }
 
-// put appends the frames of one read, from peer from, each datagram as
-// fn yields it, waiting first while the inbox is over its bound. It
-// reports whether the inbox was empty before (the loop may be asleep) and
-// false for ok when the transport closed.
-func (in *inbox) put(from netip.AddrPort, buf []byte, max int, parse func(buf []byte, max int, fn func([]byte)) (int, error)) (used int, wasEmpty, ok bool, err error) {
+// put appends the whole frames at the start of buf, read from peer from,
+// waiting first while the inbox is over its bound, and returns how many
+// bytes they took (parseFrames). It reports whether the inbox was empty
+// before (the loop may be asleep) and false for ok when the transport
+// closed.
+func (in *inbox) put(from netip.AddrPort, buf []byte) (used int, wasEmpty, ok bool, err error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for len(in.arena) > maxInbox && !in.closed {
@@ -49,7 +56,7 @@ func (in *inbox) put(from netip.AddrPort, buf []byte, max int, parse func(buf []
 		return 0, false, false, nil
 	}
 	wasEmpty = len(in.recs) == 0
-	used, err = parse(buf, max, func(d []byte) {
+	used, err = parseFrames(buf, MaxDatagram, func(d []byte) {
 		in.recs = append(in.recs, frameRec{from: from, off: len(in.arena), n: len(d)})
 		in.arena = append(in.arena, d...)
 	})

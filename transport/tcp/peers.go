@@ -31,7 +31,11 @@ func (t *Transport) accept() {
 			nc.Close()
 			continue
 		}
-		c.attach(nc)
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			c.setUp(nc)
+		}()
 	}
 }
 
@@ -170,7 +174,7 @@ func (t *Transport) dialOut(c *conn) {
 		return
 	}
 	t.stats.dialed.Add(1)
-	c.attach(nc.(*net.TCPConn))
+	c.setUp(nc.(*net.TCPConn))
 }
 
 // localPortBusy reports a dial that failed for its local port: the

@@ -41,25 +41,25 @@ func (c *conn) send(run []transport.Message) {
 		return
 	}
 	written := 0
-	if c.nc != nil && !c.writing && len(c.out) == 0 {
-		written = c.writeDirect(run)
+	var werr error
+	if c.ready && len(c.out) == 0 && c.writerIdle() {
+		written, werr = c.writeDirect(run)
 	}
-	werr := c.wErr
-	c.wErr = nil
 	if werr == nil {
 		c.out = c.appendFrames(c.out, run, written)
 	}
-	kick := len(c.out) > 0 && c.nc != nil && !c.writing
-	if len(c.out) > 0 {
+	pending := len(c.out) > 0
+	if pending {
 		c.t.stats.deferred.Add(1)
 	}
+	pending = pending && c.ready
 	c.mu.Unlock()
 	if werr != nil {
 		c.fail(werr)
 		return
 	}
-	if kick {
-		c.signal()
+	if pending {
+		c.deferWrite()
 	}
 }
 

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build linux && !erpc_portable
 
 package tcp
 
@@ -10,8 +10,6 @@ import (
 	"github.com/erpc-go/erpc/transport"
 )
 
-type iovec = unix.Iovec
-
 // maxIov bounds the iovecs of one writev (the kernel's UIO_MAXIOV is 1024).
 const maxIov = 1024
 
@@ -19,8 +17,8 @@ const maxIov = 1024
 // non-blocking writev on the loop (Go's sockets are non-blocking; the
 // descriptor comes through RawConn.Control, so a concurrent Close cannot
 // hand it to someone else mid-call), and returns how many bytes of the
-// framed run went. A write error is left in c.wErr.
-func (c *conn) writeDirect(run []transport.Message) int {
+// framed run went.
+func (c *conn) writeDirect(run []transport.Message) (int, error) {
 	c.iov, c.heads = c.iov[:0], c.heads[:0]
 	for i := range run {
 		if len(c.iov)+3 > maxIov {
@@ -53,16 +51,16 @@ func (c *conn) writeDirect(run []transport.Message) int {
 		}
 	}
 	if len(c.iov) == 0 {
-		return 0
+		return 0, nil
 	}
-	c.wrote = 0
+	c.wrote, c.wErr = 0, nil
 	if err := c.rc.Control(c.writeF); err != nil {
 		c.wErr = err
 	}
 	for i := range c.iov { // hold no pointers into the caller's buffers
 		c.iov[i] = unix.Iovec{}
 	}
-	return c.wrote
+	return c.wrote, c.wErr
 }
 
 // writeOn is writeDirect's writev on fd.

@@ -28,10 +28,6 @@ const (
 	// full). A frame past it is dropped, as a full network buffer drops
 	// a datagram; the engine's safety-net timer sends it again.
 	maxOutbox = 16 << 20
-	// maxInbox is the bytes of frames read but not yet taken by Receive,
-	// all connections together. Past it the readers wait, and TCP's own
-	// flow control holds the peers back.
-	maxInbox = 32 << 20
 )
 
 // Options tunes a TCP transport; the zero value is the default.
@@ -87,10 +83,9 @@ type Transport struct {
 
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
-	wake   chan struct{} // capacity 1: a Wake or a frame arrived
 	wg     sync.WaitGroup
 
-	in inbox // frames read, waiting for Receive
+	tio transportIO // the platform's part: io_linux.go, io_other.go
 
 	mu    sync.Mutex
 	conns map[netip.AddrPort]*conn // the live connection of each peer
@@ -127,7 +122,6 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		opts:  opts,
 		log:   opts.Logger,
 		done:  make(chan struct{}),
-		wake:  make(chan struct{}, 1),
 		conns: make(map[netip.AddrPort]*conn),
 		timer: time.NewTimer(time.Hour),
 	}
@@ -135,12 +129,15 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	if t.log == nil {
 		t.log = slog.Default()
 	}
-	t.in.init()
+	if err := t.initIO(); err != nil {
+		return nil, err
+	}
 	if addr == "" {
 		return t, nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		t.closeIO()
 		return nil, err
 	}
 	t.ln = ln.(*net.TCPListener)
@@ -219,14 +216,6 @@ func (t *Transport) Stats() Stats {
 	}
 }
 
-// Receive passes every frame read so far to fn.
-func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, error) {
-	if t.closed.Load() {
-		return 0, transport.ErrClosed
-	}
-	return t.in.take(fn), nil
-}
-
 // GonePeers appends the peers whose connection closed since the last call.
 func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	if t.ngone.Load() == 0 {
@@ -238,41 +227,6 @@ func (t *Transport) GonePeers(dst []netip.AddrPort) []netip.AddrPort {
 	t.ngone.Store(0)
 	t.mu.Unlock()
 	return append(dst, gone...)
-}
-
-// Wait blocks until a frame arrived, a peer went, deadline passes or Wake.
-func (t *Transport) Wait(deadline time.Time) error {
-	if t.closed.Load() {
-		return transport.ErrClosed
-	}
-	if t.in.pending() || t.ngone.Load() != 0 {
-		return nil
-	}
-	var timeout <-chan time.Time
-	if !deadline.IsZero() {
-		d := time.Until(deadline)
-		if d <= 0 {
-			return nil
-		}
-		t.timer.Reset(d)
-		defer t.timer.Stop()
-		timeout = t.timer.C
-	}
-	select {
-	case <-t.wake:
-	case <-timeout:
-	case <-t.done:
-		return transport.ErrClosed
-	}
-	return nil
-}
-
-// Wake ends a current or next Wait.
-func (t *Transport) Wake() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
 }
 
 // Close closes the listening socket and every connection; a Wait in
@@ -294,7 +248,7 @@ func (t *Transport) Close() error {
 	for _, c := range conns {
 		c.fail(nil)
 	}
-	t.in.close()
+	t.closeIO()
 	t.wg.Wait()
 	return nil
 }
