@@ -185,8 +185,10 @@
 // net.UDPConn read by a goroutine of its own, one datagram per system
 // call; Listen with WithPaths above 1 fails there, and an shm:// address
 // too, both with FailedPrecondition (a permanent error, not Unavailable),
-// matching udp.ErrNotSupported and shm.ErrNotSupported. The in-memory
-// network runs everywhere.
+// matching udp.ErrNotSupported and shm.ErrNotSupported. TCP (tcp://) and
+// the in-memory network run everywhere; over TCP the Linux loop reads and
+// writes the sockets itself, elsewhere a reader and a writer goroutine per
+// connection do.
 //
 // # Security
 //

@@ -26,9 +26,11 @@
 // LocalAddr, and the peer's answers and its own sessions to it share the
 // one connection. A client-only transport (erpc.Dial's) dials from
 // ephemeral ports, and a peer answers it on the connection it came by.
-// Where the port cannot be shared (elsewhere than Linux, or a 4-tuple
-// still in TIME_WAIT) a dial falls back to an ephemeral port, counted in
-// Stats.ReDialPorts.
+// Where the port cannot be shared (elsewhere than Linux, a 4-tuple still
+// in TIME_WAIT, or the peer's own dial to us arriving first, as when two
+// endpoints send to each other at once) a dial falls back to an ephemeral
+// port, counted in Stats.ReDialPorts; in that last case the pair keeps two
+// connections, each side sending on the one it dialed.
 //
 // Reliability. A live peer receives every datagram once and in order
 // (TCP), and a connection that closes or resets is reported through

@@ -55,11 +55,14 @@ func (t *Transport) admit(c *conn) bool {
 }
 
 // register makes an accepted connection, its preface checked, the peer's:
-// Send to its address goes on it. An older connection known by the same
-// address is dropped without reporting the peer gone (the address's
-// 4-tuple is taken again, so the older one's peer is gone, and the new
-// one's first datagrams may already be with the engine). A dialed
-// connection is the peer's from the start; false if it no longer is.
+// Send to its address goes on it. An older accepted connection known by
+// the same address is dropped without reporting the peer gone (its
+// 4-tuple is taken again, so its peer is gone, and the new one's first
+// datagrams may already be with the engine). A connection this side
+// dialed to that address stays the peer's: both dialed at once, and ours
+// fell back to an ephemeral port (localPortBusy); the accepted one then
+// carries the peer's datagrams here, ours ours there. A dialed connection
+// is the peer's from the start; false if it no longer is.
 func (t *Transport) register(c *conn) bool {
 	t.mu.Lock()
 	if c.dialed {
@@ -72,6 +75,10 @@ func (t *Transport) register(c *conn) bool {
 		return false
 	}
 	old := t.conns[c.addr]
+	if old != nil && old.dialed {
+		t.mu.Unlock()
+		return true
+	}
 	if old != nil {
 		old.mapped = false
 	}
