@@ -77,7 +77,8 @@ func (ep *Endpoint) dialResolved(ctx context.Context, target string, addrs []net
 // Dial opens a client endpoint on an ephemeral port of the transport
 // target's scheme names (UDP if none) and a session to target, as
 // Endpoint.Dial does: the shortest way to a client. Closing the session
-// closes the endpoint. A UDP target is resolved first, and the socket is
+// closes the endpoint. A "tcp://host:port" target opens a client-only TCP
+// endpoint, whose connections use ephemeral ports. A UDP target is resolved first, and the socket is
 // of the family its addresses have, or dual-stack when they have both
 // (which, unlike a socket of one family, is never connected to its
 // server: udp.Options.ClientOnly).
@@ -100,10 +101,10 @@ func Dial(ctx context.Context, target string, opt ...Option) (*Session, error) {
 		}
 		network := familyNetwork(addrs)
 		opt = append(opt[:len(opt):len(opt)], func(o *options) { o.udpNetwork = network })
-	case "mem", "shm":
+	case "mem", "shm", "tcp":
 		local = scheme + "://"
 	default:
-		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: unknown transport %q (want udp://, mem:// or shm://)", target, scheme)}
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("dial %q: unknown transport %q (want udp://, tcp://, mem:// or shm://)", target, scheme)}
 	}
 	ep, err := Listen(local, opt...)
 	if err != nil {
@@ -157,7 +158,7 @@ func (ep *Endpoint) resolve(ctx context.Context, target string) ([]netip.AddrPor
 		return nil, bad("this endpoint speaks %s://, not %s://: dial from an endpoint of that transport (erpc.Dial opens one)", ep.scheme, scheme)
 	case rest == "":
 		return nil, bad("no address after %s://", scheme)
-	case ep.scheme == "udp":
+	case ep.scheme == "udp", ep.scheme == "tcp":
 		return resolveUDPTarget(ctx, ep.opts.resolver, target, rest)
 	case ep.scheme == "shm":
 		if _, err := os.Stat(rest); err != nil {

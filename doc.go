@@ -185,8 +185,10 @@
 // net.UDPConn read by a goroutine of its own, one datagram per system
 // call; Listen with WithPaths above 1 fails there, and an shm:// address
 // too, both with FailedPrecondition (a permanent error, not Unavailable),
-// matching udp.ErrNotSupported and shm.ErrNotSupported. The in-memory
-// network runs everywhere.
+// matching udp.ErrNotSupported and shm.ErrNotSupported. TCP (tcp://) and
+// the in-memory network run everywhere; over TCP the Linux loop reads and
+// writes the sockets itself, elsewhere a reader and a writer goroutine per
+// connection do.
 //
 // # Security
 //
@@ -210,8 +212,9 @@
 // Post functions and OnLoop handlers are never handed off: one that blocks
 // holds every call of its endpoint meanwhile (logged after WithStallLog).
 // A Session talks to one server: there is no client-side load balancing
-// over several. The transports are UDP, shared memory and the in-memory
-// network: no TCP, no kernel bypass.
+// over several. The transports are UDP, TCP (for networks that drop or
+// throttle UDP: "tcp://host:port", package transport/tcp), shared memory
+// and the in-memory network: no kernel bypass.
 //
 // # Stability
 //
@@ -275,6 +278,7 @@
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,
-//     transport/shm, transport/memnet; transport/transporttest and
+//     transport/tcp, transport/shm, transport/memnet; tcp_listen.go
+//     (opening "tcp://" endpoints); transport/transporttest and
 //     transport/rpctest are the suites each passes.
 package erpc

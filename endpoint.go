@@ -28,7 +28,7 @@ type Endpoint struct {
 	opts   options
 	server *Server // nil: serves nothing
 	tr     transport.Transport
-	scheme string // "udp", "mem" or "shm"; "" for WithTransport
+	scheme string // "udp", "tcp", "mem" or "shm"; "" for WithTransport
 	target string // what to Dial to reach this endpoint; "" if it cannot be dialed
 	eng    *proto.Engine
 	start  time.Time
@@ -63,7 +63,8 @@ const (
 // handlers on a Server and use Server.Listen.
 //
 // addr is "host:port" or "udp://host:port" for UDP (port 0 picks one;
-// ":0" is a client's usual choice), "mem://name" for the process-wide
+// ":0" is a client's usual choice), "tcp://host:port" for TCP ("tcp://"
+// for a client-only endpoint), "mem://name" for the process-wide
 // in-memory network (memnet.Default), or "shm:///path/to/socket" for
 // shared memory between processes of one host ("shm://" for a client-only
 // endpoint). WithTransport supplies any other transport, and addr is then
@@ -134,9 +135,11 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 			return nil, openError(addr, err)
 		}
 		return s, nil
+	case "tcp":
+		return openTCP(addr, rest, clientOnly)
 	}
 	return nil, &Error{Code: InvalidArgument,
-		Msg: fmt.Sprintf("listen on %q: unknown transport %q (want udp://, mem:// or shm://)", addr, scheme)}
+		Msg: fmt.Sprintf("listen on %q: unknown transport %q (want udp://, tcp://, mem:// or shm://)", addr, scheme)}
 }
 
 // openError is the error of a transport that did not open: FailedPrecondition

@@ -22,7 +22,7 @@ func uncongested(tr transport.Transport) func(netip.AddrPort) bool {
 
 // reliable says which peers take the engine's lean path: all of a
 // transport that delivers every datagram once and in order while the
-// peer lives (transport.Reliable: shared memory), none otherwise. A
+// peer lives (transport.Reliable: shared memory, TCP), none otherwise. A
 // transport that wraps another (fault injection) hides the interface, and
 // its sessions keep their timers.
 func reliable(tr transport.Transport) func(netip.AddrPort) bool {

@@ -1,6 +1,8 @@
 // Package transport defines how an erpc-go endpoint moves datagrams, and
-// holds the transports: udp (the default), memnet (an in-process simulated
-// network for tests and demos, like gRPC's bufconn) and shm (same host).
+// holds the transports: udp (the default), tcp (length-prefixed frames
+// over TCP, for networks that drop or throttle UDP), memnet (an in-process
+// simulated network for tests and demos, like gRPC's bufconn) and shm
+// (same host).
 //
 // The interface is batch-first and built for one event loop: the loop asks
 // for everything that has arrived (Receive), hands over everything it wants
@@ -140,7 +142,7 @@ var ErrTooLarge = errors.New("transport: datagram larger than MaxDatagram")
 
 // Reliable is an optional interface of a transport that delivers every
 // datagram to a live peer exactly once and in order, and learns at once
-// when a peer is gone (PeerWatcher), as shared memory does. Sessions over
+// when a peer is gone (PeerWatcher), as shared memory and TCP do. Sessions over
 // it take the engine's lean path: no loss detection or RTT samples, and
 // only a 100 ms safety-net timer (a datagram is never lost, only its
 // peer; the timer covers a peer whose own side breaks the promise).

@@ -16,6 +16,7 @@
 //	go run ./cmd/erpc-bench latency -blocking -size 32 -rounds 4
 //	go run ./cmd/erpc-bench stream -size 32,64K -streams 1,16 -vs grpc
 //	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
+//	go run ./cmd/erpc-bench latency -transport tcp -vs grpc,netrpc,erpc-udp
 //	go run ./cmd/erpc-bench latency -busy -size 32 -vs raw-udp,udp-floor
 //	go run ./cmd/erpc-bench bandwidth -transport shm -size 1M,8M -vs raw-shm
 //	go run ./cmd/erpc-bench table -quick -plot docs/bench.svg
@@ -26,7 +27,10 @@
 //	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
 //
 // -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
-// (shm, say), so "erpc shm p50 / erpc udp p50" comes out of one run. The
+// (shm or tcp, say), so "erpc shm p50 / erpc udp p50" comes out of one
+// run. With ERPC_BENCH_PACKET_SIZE set to a number, erpc's endpoints use
+// datagrams of that size (both ends; docs/benchmarks/tcp.md compares
+// sizes over TCP). The
 // bandwidth scenario always adds a "memcpy" column and JSON line: the same
 // sizes copied in the client's process, the reference for GB/s.
 //

@@ -159,7 +159,7 @@ func TestParseFlagsSystems(t *testing.T) {
 	for _, bad := range [][]string{
 		{"latency", "-raw-dgram", "10"},
 		{"latency", "-vs", "nope"},
-		{"latency", "-transport", "tcp"},
+		{"latency", "-transport", "quic"},
 		{"loss", "-loss", "1.5"},
 		{"rate", "-c", "x"},
 		{"rate", "-d", "0s"},

@@ -76,7 +76,7 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up per point, discarded")
 	fs.DurationVar(&c.AfterLoad, "after-load", 10*time.Second, "sessions scenario: when, after its 64 KiB load ends, the server's resident set is read again")
 	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(systems.All[1:], ","))
-	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport: udp, shm or memnet")
+	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport: udp, tcp, shm or memnet")
 	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth, loss (not -testbed): measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
 	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	fs.StringVar(&c.Plot, "plot", "", "write an SVG plot (p50 latency and throughput by size) to this file")
@@ -155,9 +155,9 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 		c.Resp = 32
 	}
 	switch c.Transport {
-	case "udp", "shm", "memnet":
+	case "udp", "tcp", "shm", "memnet":
 	default:
-		return nil, fmt.Errorf("-transport: want udp, shm or memnet, not %q", c.Transport)
+		return nil, fmt.Errorf("-transport: want udp, tcp, shm or memnet, not %q", c.Transport)
 	}
 	if c.Dur <= 0 || c.Warmup < 0 {
 		return nil, fmt.Errorf("-d must be positive and -warmup not negative")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,10 @@ const busySpin = 20 * time.Millisecond
 
 var memSeq atomic.Int64
 
+// PacketSizeEnv, when set to a number, is the datagram size (header
+// included) erpc's endpoints use in a run, both ends: erpc.WithMaxPacketSize.
+const PacketSizeEnv = "ERPC_BENCH_PACKET_SIZE"
+
 // defaultCredits is erpc's default credits per session (WithCredits).
 const defaultCredits = 32
 
@@ -36,6 +41,11 @@ func ErpcOptions(busy bool, window int) []erpc.Option {
 		// One credit per concurrent single-packet call, as a raw window
 		// of the same size has: with fewer, calls past the credits wait.
 		o = append(o, erpc.WithWindow(window), erpc.WithCredits(max(window, defaultCredits)))
+	}
+	// A measurement knob (docs/benchmarks/tcp.md): the datagram size both
+	// ends use, which the server process inherits through its environment.
+	if n, err := strconv.Atoi(os.Getenv(PacketSizeEnv)); err == nil && n > 0 {
+		o = append(o, erpc.WithMaxPacketSize(n))
 	}
 	return o
 }
@@ -65,6 +75,8 @@ func erpcListenAddr(transport string) string {
 		return fmt.Sprintf("shm:///tmp/erpc-bench-%d.sock", os.Getpid())
 	case "memnet":
 		return fmt.Sprintf("mem://erpc-bench-srv-%d", memSeq.Add(1))
+	case "tcp":
+		return "tcp://127.0.0.1:0"
 	}
 	return "127.0.0.1:0"
 }
@@ -76,6 +88,8 @@ func erpcClientAddr(transport string) string {
 		return "shm://"
 	case "memnet":
 		return fmt.Sprintf("mem://erpc-bench-cli-%d", memSeq.Add(1))
+	case "tcp":
+		return "tcp://"
 	}
 	return "127.0.0.1:0"
 }
@@ -127,6 +141,8 @@ func newErpcServer(cfg proc.Config) (proc.Impl, error) {
 	switch cfg.Transport {
 	case "udp":
 		addr = ep.Addr().String()
+	case "tcp":
+		addr = ep.Target()
 	case "shm":
 		// The socket path is the address; it goes when the endpoint closes.
 	}
