@@ -1,0 +1,73 @@
+//go:build linux
+
+package xdp
+
+import (
+	"fmt"
+	"net/netip"
+
+	"golang.org/x/sys/unix"
+)
+
+// kernelCheckEvery is how many Receive calls may pass between two reads
+// of the kernel socket while Wait does not report it readable (a busy
+// loop never waits): one non-blocking receive, about a microsecond.
+const kernelCheckEvery = 256
+
+// openKernelSocket binds a kernel UDP socket to local. It holds the port
+// (and picks one for port 0), and it receives what the XDP program passes
+// to the kernel for that port: fragmented datagrams, IPv4 with options,
+// tagged frames, datagrams on a queue without a socket. Those arrive
+// through Receive too, on this slower path.
+func openKernelSocket(local netip.AddrPort) (int, netip.AddrPort, error) {
+	family := unix.AF_INET
+	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(local.Port()), Addr: local.Addr().As4()}
+	if local.Addr().Is6() {
+		family = unix.AF_INET6
+		sa = &unix.SockaddrInet6{Port: int(local.Port()), Addr: local.Addr().As16()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return -1, local, fmt.Errorf("xdp: kernel UDP socket: %w", err)
+	}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return -1, local, fmt.Errorf("xdp: binding %v: %w", local, err)
+	}
+	got, err := unix.Getsockname(fd)
+	if err != nil {
+		unix.Close(fd)
+		return -1, local, fmt.Errorf("xdp: getsockname: %w", err)
+	}
+	switch a := got.(type) {
+	case *unix.SockaddrInet4:
+		local = netip.AddrPortFrom(local.Addr(), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		local = netip.AddrPortFrom(local.Addr(), uint16(a.Port))
+	}
+	return fd, local, nil
+}
+
+// receiveKernel passes what the kernel socket holds to fn.
+func (t *Transport) receiveKernel(fn func(netip.AddrPort, []byte)) int {
+	t.kernelReady = false
+	n := 0
+	for range 64 {
+		m, from, err := unix.Recvfrom(t.kernel, t.kernelBuf, unix.MSG_DONTWAIT)
+		if err != nil {
+			break
+		}
+		var ap netip.AddrPort
+		switch a := from.(type) {
+		case *unix.SockaddrInet4:
+			ap = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+		case *unix.SockaddrInet6:
+			ap = netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+		default:
+			continue
+		}
+		fn(ap, t.kernelBuf[:m])
+		n++
+	}
+	return n
+}
