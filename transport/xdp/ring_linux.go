@@ -72,12 +72,6 @@ func (r *ring) release(n uint32) { atomic.StoreUint32(r.consumer, *r.consumer+n)
 
 // Producer side (fill, TX).
 
-// free is how many entries this side may produce before the kernel has
-// consumed more.
-func (r *ring) free() uint32 {
-	return r.size - (*r.producer - atomic.LoadUint32(r.consumer))
-}
-
 // submit publishes n produced entries to the kernel.
 func (r *ring) submit(n uint32) { atomic.StoreUint32(r.producer, *r.producer+n) }
 

@@ -31,13 +31,15 @@ type Transport struct {
 	kernelBuf   []byte
 	kernelReady bool // Wait saw the kernel socket readable
 	kernelSkip  int  // Receive calls since the kernel socket was read
-	nl      *rtnl
-	probe   int // a UDP socket whose datagrams to port 9 make the kernel resolve a MAC
-	neigh   map[netip.Addr]neighEntry
-	prog    *attached
-	xsks    []*xsk
-	efd     int // eventfd: Wake
-	pollfds []unix.PollFd
+	nl          *rtnl
+	probe       int // a UDP socket whose datagrams to port 9 make the kernel resolve a MAC
+	neigh       map[netip.Addr]neighEntry
+	prog        *attached
+	xsks        []*xsk
+	efd         int // eventfd: Wake
+	pollfds     []unix.PollFd
+
+	stats counters
 
 	woken  atomic.Bool  // a Wake's write to efd is not read yet
 	busy   atomic.Int32 // loop calls in progress, which Close waits out
@@ -85,8 +87,13 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 	total := 0
 	if t.kernelSkip++; t.kernelReady || t.kernelSkip >= kernelCheckEvery {
 		t.kernelSkip = 0
-		total += t.receiveKernel(fn)
+		k := t.receiveKernel(fn)
+		if k > 0 {
+			t.stats.kernelReceived.Add(uint64(k))
+		}
+		total += k
 	}
+	ring := 0
 	for _, x := range t.xsks {
 		n := x.rx.available()
 		if n == 0 {
@@ -97,7 +104,7 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 			d := x.rx.desc(c + i)
 			if from, to, data, ok := parseFrame(x.frame(d)); ok && to == t.local {
 				fn(from, data)
-				total++
+				ring++
 			}
 			// The fill ring has room: it holds at most the RX frames,
 			// and this one is not in it.
@@ -106,6 +113,11 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 		x.rx.release(n)
 		x.fill.submit(n)
 		x.kickFill()
+		if bad := int(n) - ring; bad > 0 {
+			t.stats.malformed.Add(uint64(bad))
+		}
+		t.stats.ringReceived.Add(uint64(ring))
+		total, ring = total+ring, 0
 	}
 	return total, nil
 }
@@ -122,7 +134,7 @@ func (t *Transport) Send(msgs []transport.Message) error {
 	x := t.xsks[0]
 	x.reclaim()
 	var err error
-	queued := uint32(0)
+	queued, sent, dropped := uint32(0), 0, 0
 	p := *x.tx.producer
 	for i := range msgs {
 		m := &msgs[i]
@@ -136,6 +148,7 @@ func (t *Transport) Send(msgs []transport.Message) error {
 		}
 		mac, ok := t.resolve(to.Addr())
 		if !ok {
+			dropped++
 			continue
 		}
 		if len(x.txFree) == 0 {
@@ -143,7 +156,8 @@ func (t *Transport) Send(msgs []transport.Message) error {
 			p, queued = p+queued, 0
 			x.kickTX()
 			if len(x.txFree) == 0 {
-				continue // every frame in flight: dropped, as a full NIC queue would
+				dropped++ // every frame in flight: as a full NIC queue would
+				continue
 			}
 		}
 		addr := x.txFree[len(x.txFree)-1]
@@ -153,10 +167,17 @@ func (t *Transport) Send(msgs []transport.Message) error {
 		n := buildFrame(x.umem[addr:addr+frameSize], l, t.local, to, m.Head, m.Payload)
 		*x.tx.desc(p + queued) = unix.XDPDesc{Addr: addr, Len: uint32(n)}
 		queued++
+		sent++
 	}
 	if queued > 0 {
 		x.tx.submit(queued)
 		x.kickTX()
+	}
+	if sent > 0 {
+		t.stats.sent.Add(uint64(sent))
+	}
+	if dropped > 0 {
+		t.stats.dropped.Add(uint64(dropped))
 	}
 	return err
 }
