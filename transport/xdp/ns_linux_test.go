@@ -79,13 +79,18 @@ func TestConformance(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		xdpA, xdpB bool
-	}{{"xdp-udp", true, false}, {"udp-xdp", false, true}, {"xdp-xdp", true, true}} {
+		attachMode string
+	}{{"xdp-udp", true, false, ""}, {"udp-xdp", false, true, ""}, {"xdp-xdp", true, true, ""},
+		{"generic-xdp-xdp", true, true, "generic"}} {
 		t.Run(c.name, func(t *testing.T) {
 			p := newVethPair(t)
 			transporttest.Run(t, func(t *testing.T, n int) []transport.Transport {
 				var trs []transport.Transport
 				if c.xdpA {
-					x := listenXDP(t, p, p.A, p.AddrA, Options{})
+					x := listenXDP(t, p, p.A, p.AddrA, Options{AttachMode: c.attachMode})
+					if want := c.attachMode + "/copy"; c.attachMode != "" && x.Mode() != want {
+						t.Fatalf("mode %s, want %s", x.Mode(), want)
+					}
 					t.Logf("A: AF_XDP %v, mode %s", x.LocalAddr(), x.Mode())
 					trs = append(trs, x)
 				} else {
@@ -93,7 +98,7 @@ func TestConformance(t *testing.T) {
 				}
 				for i := 1; i < n; i++ {
 					if i == 1 && c.xdpB {
-						trs = append(trs, listenXDP(t, p, p.B, p.AddrB, Options{}))
+						trs = append(trs, listenXDP(t, p, p.B, p.AddrB, Options{AttachMode: c.attachMode}))
 					} else {
 						trs = append(trs, listenUDP(t, p.B, p.AddrB))
 					}

@@ -48,7 +48,9 @@ func le32(b []byte) int32  { return int32(binary.NativeEndian.Uint32(b)) }
 // the AF_XDP socket of the queue it arrived on, through xsks; everything
 // else goes to the kernel. Every load is preceded by the bounds check the
 // verifier demands (data + the headers' length <= data_end).
-func program(xsks *ebpf.Map, addr netip.AddrPort) asm.Instructions {
+// The action when the queue has no socket is fallback (xdpPass; tests
+// use another, to tell a redirect from a pass).
+func program(xsks *ebpf.Map, addr netip.AddrPort, fallback int32) asm.Instructions {
 	var port [2]byte
 	binary.BigEndian.PutUint16(port[:], addr.Port())
 	ins := asm.Instructions{
@@ -103,7 +105,7 @@ func program(xsks *ebpf.Map, addr netip.AddrPort) asm.Instructions {
 		// bpf_redirect_map(xsks, ctx->rx_queue_index, XDP_PASS)
 		asm.LoadMem(asm.R2, asm.R6, mdRxQueueIdx, asm.Word),
 		asm.LoadMapPtr(asm.R1, xsks.FD()),
-		asm.Mov.Imm(asm.R3, xdpPass),
+		asm.Mov.Imm(asm.R3, fallback),
 		asm.FnRedirectMap.Call(),
 		asm.Return(),
 		asm.Mov.Imm(asm.R0, xdpPass).WithSymbol("pass"),
@@ -123,6 +125,31 @@ type attached struct {
 // and attaches it to the interface: natively (in the driver) if it can,
 // else in generic (SKB) mode, unless force names one of them.
 func attach(ifindex, queues int, addr netip.AddrPort, force string) (*attached, error) {
+	a, err := load(queues, addr, xdpPass)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, m := range []struct {
+		name  string
+		flags link.XDPAttachFlags
+	}{{"native", link.XDPDriverMode}, {"generic", link.XDPGenericMode}} {
+		if force != "" && force != m.name {
+			continue
+		}
+		l, err := link.AttachXDP(link.XDPOptions{Program: a.prog, Interface: ifindex, Flags: m.flags})
+		if err == nil {
+			a.link, a.mode = l, m.name
+			return a, nil
+		}
+		errs = append(errs, fmt.Errorf("%s mode: %w", m.name, err))
+	}
+	a.close()
+	return nil, classify(fmt.Errorf("%w: %w", ErrNotAttachable, errors.Join(errs...)))
+}
+
+// load creates the socket map and loads the program (not attached yet).
+func load(queues int, addr netip.AddrPort, fallback int32) (*attached, error) {
 	xsks, err := ebpf.NewMap(&ebpf.MapSpec{
 		Name: "erpc_xsks", Type: ebpf.XSKMap,
 		KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues),
@@ -132,30 +159,13 @@ func attach(ifindex, queues int, addr netip.AddrPort, force string) (*attached, 
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "erpc_xdp", Type: ebpf.XDP, License: "Dual MIT/GPL",
-		Instructions: program(xsks, addr),
+		Instructions: program(xsks, addr, fallback),
 	})
 	if err != nil {
 		xsks.Close()
 		return nil, classify(fmt.Errorf("loading the XDP program: %w", err))
 	}
-	a := &attached{xsks: xsks, prog: prog}
-	var errs []error
-	for _, m := range []struct {
-		name  string
-		flags link.XDPAttachFlags
-	}{{"native", link.XDPDriverMode}, {"generic", link.XDPGenericMode}} {
-		if force != "" && force != m.name {
-			continue
-		}
-		l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: ifindex, Flags: m.flags})
-		if err == nil {
-			a.link, a.mode = l, m.name
-			return a, nil
-		}
-		errs = append(errs, fmt.Errorf("%s mode: %w", m.name, err))
-	}
-	a.close()
-	return nil, classify(fmt.Errorf("%w: %w", ErrNotAttachable, errors.Join(errs...)))
+	return &attached{xsks: xsks, prog: prog}, nil
 }
 
 func (a *attached) close() {
