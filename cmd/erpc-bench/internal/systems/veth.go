@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 
 	"github.com/erpc-go/erpc"
@@ -41,6 +42,11 @@ func serverListen(tr string) string {
 	return veth.ServerAddr.String()
 }
 
+// XDPModeEnv, if set to "native" or "generic", forces where the XDP
+// program runs (xdp.Options.AttachMode) in the servers and clients; the
+// server processes inherit it.
+const XDPModeEnv = "ERPC_BENCH_XDP_MODE"
+
 // listenXDP opens an AF_XDP transport for listen ("ifname/ip").
 func listenXDP(listen string) (transport.Transport, error) {
 	ifname, ip, ok := strings.Cut(listen, "/")
@@ -48,7 +54,7 @@ func listenXDP(listen string) (transport.Transport, error) {
 	if !ok || err != nil {
 		return nil, fmt.Errorf("xdp: listen address %q: want ifname/ip", listen)
 	}
-	return xdp.Listen(ifname, netip.AddrPortFrom(addr, 0), xdp.Options{})
+	return xdp.Listen(ifname, netip.AddrPortFrom(addr, 0), xdp.Options{AttachMode: os.Getenv(XDPModeEnv)})
 }
 
 // xdpOpts opens the AF_XDP transport of an erpc endpoint when tr is
