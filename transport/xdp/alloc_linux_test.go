@@ -13,6 +13,9 @@ import (
 // TestAllocs: in steady state Send, Receive, Poll, Wait and Wake allocate
 // nothing (a datagram from one AF_XDP transport to another over veth).
 func TestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	p := newVethPair(t)
 	a := listenXDP(t, p, p.A, p.AddrA, Options{})
 	b := listenXDP(t, p, p.B, p.AddrB, Options{})

@@ -50,11 +50,16 @@ func listenXDP(t testing.TB, p vethPair, ns string, addr netip.Addr, opts Option
 		tr, err = Listen(p.ifname, netip.AddrPortFrom(addr, 0), opts)
 		return err
 	})
-	t.Cleanup(func() { tr.Close() })
 	x, ok := tr.(*Transport)
 	if !ok {
+		tr.Close()
 		t.Fatalf("Listen returned a %T", tr)
 	}
+	t.Cleanup(func() {
+		ks, _ := x.KernelStats()
+		t.Logf("%s %v: %+v, kernel: %+v", ns, x.LocalAddr(), x.Stats(), ks)
+		x.Close()
+	})
 	return x
 }
 
