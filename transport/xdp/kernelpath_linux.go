@@ -20,11 +20,11 @@ const kernelCheckEvery = 256
 // tagged frames, datagrams on a queue without a socket. Those arrive
 // through Receive too, on this slower path.
 func openKernelSocket(local netip.AddrPort) (int, netip.AddrPort, error) {
-	family := unix.AF_INET
-	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(local.Port()), Addr: local.Addr().As4()}
-	if local.Addr().Is6() {
-		family = unix.AF_INET6
-		sa = &unix.SockaddrInet6{Port: int(local.Port()), Addr: local.Addr().As16()}
+	family := unix.AF_INET6
+	var sa unix.Sockaddr = &unix.SockaddrInet6{Port: int(local.Port()), Addr: local.Addr().As16()}
+	if local.Addr().Is4() {
+		family = unix.AF_INET
+		sa = &unix.SockaddrInet4{Port: int(local.Port()), Addr: local.Addr().As4()}
 	}
 	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
 	if err != nil {
