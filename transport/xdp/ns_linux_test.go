@@ -115,7 +115,8 @@ func TestConformance(t *testing.T) {
 }
 
 // TestListenErrors: no such interface and an address the interface does
-// not have fail with ErrNoInterface; FallbackUDP then gives a UDP
+// not have fail with ErrNoInterface, native mode on loopback (which has
+// no driver XDP) with ErrNotAttachable; FallbackUDP then gives a UDP
 // transport instead.
 func TestListenErrors(t *testing.T) {
 	p := newVethPair(t)
@@ -128,6 +129,11 @@ func TestListenErrors(t *testing.T) {
 		if !errors.Is(err, ErrNoInterface) {
 			t.Errorf("address not on the interface: %v, want ErrNoInterface", err)
 		}
+		_, err = Listen("lo", netip.MustParseAddrPort("127.0.0.1:0"), Options{AttachMode: "native"})
+		if !errors.Is(err, ErrNotAttachable) {
+			t.Errorf("native mode on lo: %v, want ErrNotAttachable", err)
+		}
+		t.Logf("native mode on lo: %v", err)
 		tr, err := Listen("nosuch0", netip.AddrPortFrom(p.AddrA, 0), Options{FallbackUDP: true})
 		if err != nil {
 			t.Fatalf("FallbackUDP: %v", err)
