@@ -3,8 +3,10 @@
 package xdp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,26 +50,40 @@ func openKernelSocket(local netip.AddrPort) (int, netip.AddrPort, error) {
 	return fd, local, nil
 }
 
-// receiveKernel passes what the kernel socket holds to fn.
+// receiveKernel passes what the kernel socket holds to fn. It calls
+// recvfrom itself, into a sockaddr kept in the transport: unix.Recvfrom
+// allocates one per call, found or not.
 func (t *Transport) receiveKernel(fn func(netip.AddrPort, []byte)) int {
 	t.kernelReady = false
 	n := 0
 	for range 64 {
-		m, from, err := unix.Recvfrom(t.kernel, t.kernelBuf, unix.MSG_DONTWAIT)
-		if err != nil {
+		size := uint32(unix.SizeofSockaddrAny)
+		m, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(t.kernel), uintptr(unsafe.Pointer(&t.kernelBuf[0])),
+			uintptr(len(t.kernelBuf)), unix.MSG_DONTWAIT, uintptr(unsafe.Pointer(&t.kernelFrom)), uintptr(unsafe.Pointer(&size)))
+		if e != 0 {
 			break
 		}
-		var ap netip.AddrPort
-		switch a := from.(type) {
-		case *unix.SockaddrInet4:
-			ap = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
-		case *unix.SockaddrInet6:
-			ap = netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
-		default:
+		from, ok := sockaddrPort(&t.kernelFrom)
+		if !ok {
 			continue
 		}
-		fn(ap, t.kernelBuf[:m])
+		fn(from, t.kernelBuf[:m])
 		n++
 	}
 	return n
+}
+
+// sockaddrPort is the address in a raw sockaddr of either family.
+func sockaddrPort(rsa *unix.RawSockaddrAny) (netip.AddrPort, bool) {
+	switch rsa.Addr.Family {
+	case unix.AF_INET:
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), binary.BigEndian.Uint16(p[:])), true
+	case unix.AF_INET6:
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(rsa))
+		p := (*[2]byte)(unsafe.Pointer(&sa.Port))
+		return netip.AddrPortFrom(netip.AddrFrom16(sa.Addr).Unmap(), binary.BigEndian.Uint16(p[:])), true
+	}
+	return netip.AddrPort{}, false
 }

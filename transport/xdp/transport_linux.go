@@ -29,6 +29,7 @@ type Transport struct {
 
 	kernel      int // a kernel UDP socket on local: holds the port, gets what the program passes
 	kernelBuf   []byte
+	kernelFrom  unix.RawSockaddrAny
 	kernelReady bool // Wait saw the kernel socket readable
 	kernelSkip  int  // Receive calls since the kernel socket was read
 	nl          *rtnl
