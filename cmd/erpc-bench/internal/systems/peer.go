@@ -66,7 +66,7 @@ func Start(system string, cfg Config) (*Peer, error) {
 		if !slices.Contains(VethSystems, system) {
 			return nil, fmt.Errorf("%s does not run over the veth pair (only %v)", system, VethSystems)
 		}
-		pcfg.Netns, pcfg.Listen = veth.ServerNS, serverListen(tr)
+		pcfg.Netns, pcfg.Listen = veth.ServerNS, serverListen(srvSys, tr)
 	}
 	srv, err := proc.Start(pcfg)
 	if err != nil {

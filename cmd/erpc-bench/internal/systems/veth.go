@@ -33,10 +33,11 @@ func UseVeth(v *Veth) { veth = v }
 // VethSystems are the systems that can run over a Veth.
 var VethSystems = []string{"erpc", "erpc-call", "erpc-udp", "raw-udp"}
 
-// serverListen is the proc.Config.Listen of a server over the veth:
-// "ifname/ip" for erpc over AF_XDP, the IP for the others.
-func serverListen(tr string) string {
-	if tr == "xdp" {
+// serverListen is the proc.Config.Listen of srvSys's server over the
+// veth: "ifname/ip" for erpc over AF_XDP, the IP for the others (raw-udp
+// is started with the -transport it runs beside, xdp).
+func serverListen(srvSys, tr string) string {
+	if tr == "xdp" && isErpcSystem(srvSys) {
 		return veth.Ifname + "/" + veth.ServerAddr.String()
 	}
 	return veth.ServerAddr.String()
@@ -100,3 +101,5 @@ func rawUDPListenIP(cfg proc.Config) net.IP {
 	}
 	return net.IPv4(127, 0, 0, 1)
 }
+
+func isErpcSystem(s string) bool { return s == "erpc" || s == "erpc-call" }
