@@ -25,6 +25,7 @@
 //	sudo go run ./cmd/erpc-bench incast -senders 16,50 -plot docs/incast.svg
 //	sudo go run ./cmd/erpc-bench multipath -fast 250M -slow 50M
 //	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
+//	sudo go run ./cmd/erpc-bench latency -transport xdp -vs udp,raw-udp -rounds 3
 //
 // -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
 // (shm or tcp, say), so "erpc shm p50 / erpc udp p50" comes out of one
@@ -33,6 +34,14 @@
 // sizes over TCP). The
 // bandwidth scenario always adds a "memcpy" column and JSON line: the same
 // sizes copied in the client's process, the reference for GB/s.
+//
+// -transport xdp (latency and rate; root) runs the systems over a veth
+// pair between two network namespaces that it builds and removes: the
+// servers in one, the clients in the other, erpc over AF_XDP at both ends
+// (transport/xdp) beside erpc over UDP (-vs udp, erpc-udp) and raw-udp on
+// the same pair. Its rows carry xdp_mode, where the program runs and how
+// the sockets move frames ("native/copy" over veth); ERPC_BENCH_XDP_MODE=
+// generic forces generic (SKB) mode.
 //
 // latency -blocking measures erpc's echo p50 unloaded and while another
 // session keeps 10 calls in flight to a handler that blocks 100 ms,

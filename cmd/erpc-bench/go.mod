@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/erpc-go/erpc v0.0.0
 	github.com/erpc-go/erpc/contrib/raft v0.0.0
+	github.com/erpc-go/erpc/transport/xdp v0.0.0
 	github.com/hashicorp/raft v1.7.3
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0
@@ -24,6 +25,7 @@ require (
 )
 
 require (
+	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/zeebo/errs v1.2.2 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
@@ -35,3 +37,5 @@ require (
 replace github.com/erpc-go/erpc => ../..
 
 replace github.com/erpc-go/erpc/contrib/raft => ../../contrib/raft
+
+replace github.com/erpc-go/erpc/transport/xdp => ../../transport/xdp

@@ -85,6 +85,9 @@ func runScenario(b *scenario.Bench) error {
 		if b.Cfg.Blocking {
 			return b.RunBlocking()
 		}
+		if b.Cfg.Transport == "xdp" {
+			return network.RunVeth(b)
+		}
 		return b.RunGrid(0, nil)
 	case "sessions":
 		return b.RunSessions()

@@ -139,6 +139,12 @@ func (b *Bench) Measure(p *systems.Peer, pt meter.Point) meter.Result {
 	r := meter.Measure(p.Cli, pt)
 	r.System = p.System
 	r.Tr = systems.TransportOf(p.System, b.Cfg.Transport)
+	if r.Tr == "xdp" {
+		if r.Extra == nil {
+			r.Extra = map[string]any{}
+		}
+		r.Extra["xdp_mode"] = systems.XDPMode(p)
+	}
 	switch p.System {
 	case "raw-shm":
 		r.Inlight = systems.ShmInflight(pt)

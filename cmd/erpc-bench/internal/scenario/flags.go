@@ -76,7 +76,7 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&c.Warmup, "warmup", 300*time.Millisecond, "warm-up per point, discarded")
 	fs.DurationVar(&c.AfterLoad, "after-load", 10*time.Second, "sessions scenario: when, after its 64 KiB load ends, the server's resident set is read again")
 	vs := fs.String("vs", "raw-udp,grpc", "systems to run beside erpc, comma-separated, or all: "+strings.Join(systems.All[1:], ","))
-	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport: udp, tcp, shm or memnet")
+	fs.StringVar(&c.Transport, "transport", "udp", "erpc transport: udp, tcp, shm, memnet, or xdp (latency and rate: erpc over AF_XDP between two network namespaces joined by veth, beside erpc-udp and raw-udp on the same pair; needs root)")
 	fs.IntVar(&c.rounds, "rounds", 1, "latency, rate, table, bandwidth, loss (not -testbed): measure each point in this many rounds per system, the systems alternating round by round (each round d/rounds after its own warm-up), so that drift over the run affects all systems alike")
 	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	fs.StringVar(&c.Plot, "plot", "", "write an SVG plot (p50 latency and throughput by size) to this file")
@@ -156,8 +156,12 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	}
 	switch c.Transport {
 	case "udp", "tcp", "shm", "memnet":
+	case "xdp":
+		if c.Scenario != "latency" && c.Scenario != "rate" {
+			return nil, fmt.Errorf("-transport xdp: latency and rate only")
+		}
 	default:
-		return nil, fmt.Errorf("-transport: want udp, tcp, shm or memnet, not %q", c.Transport)
+		return nil, fmt.Errorf("-transport: want udp, tcp, shm, memnet or xdp, not %q", c.Transport)
 	}
 	if c.Dur <= 0 || c.Warmup < 0 {
 		return nil, fmt.Errorf("-d must be positive and -warmup not negative")
@@ -174,6 +178,12 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 		list = systems.All[1:]
 	}
 	for _, s := range list {
+		if s == "udp" { // erpc over UDP, beside erpc over -transport
+			s = "erpc-udp"
+		}
+		if c.Transport == "xdp" && !slices.Contains(systems.VethSystems, s) {
+			return nil, fmt.Errorf("-vs %s: over the veth pair only %v run", s, systems.VethSystems)
+		}
 		if !systems.Known(s) {
 			return nil, fmt.Errorf("-vs: unknown system %q (known: %s)", s, strings.Join(systems.All, ", "))
 		}

@@ -19,6 +19,11 @@
 //     codecs (grpc.go, netrpc.go, drpc.go, tcp.go);
 //   - memcpy: the bandwidth scenario's in-process reference (memcpy.go).
 //
+// With UseVeth (-transport xdp), erpc, erpc-call, erpc-udp and raw-udp
+// run over a veth pair between two namespaces instead of loopback, the
+// servers in one and the clients in the other, erpc over AF_XDP when the
+// transport is "xdp" (veth.go, veth_linux.go).
+//
 // It does not choose points or print results, and it does not hold the
 // systems that only one scenario drives: the slo scenario's worker
 // servers, the raft clusters, the stream servers and the testbed's

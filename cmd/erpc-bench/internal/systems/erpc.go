@@ -3,6 +3,7 @@ package systems
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/erpc-go/erpc"
 	"github.com/erpc-go/erpc/internal/faults"
+	"github.com/erpc-go/erpc/transport"
 
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/meter"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
@@ -95,8 +97,9 @@ func erpcClientAddr(transport string) string {
 }
 
 type erpcServer struct {
-	ep *erpc.Endpoint
-	at string
+	ep      *erpc.Endpoint
+	at      string
+	xdpMode string // over AF_XDP: its mode
 }
 
 // BenchServer is the erpc server every scenario's erpc side serves.
@@ -134,7 +137,19 @@ func newErpcServer(cfg proc.Config) (proc.Impl, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep, err := erpcListen(srv, addr, cfg.Loss, ErpcOptions(cfg.Busy, cfg.Window))
+	opts := ErpcOptions(cfg.Busy, cfg.Window)
+	var mode string
+	if cfg.Listen != "" { // over a veth pair (Veth)
+		var tr transport.Transport
+		if opts, tr, err = xdpOpts(cfg.Transport, cfg.Listen, opts); err != nil {
+			return nil, err
+		}
+		addr = net.JoinHostPort(cfg.Listen, "0")
+		if tr != nil {
+			addr, mode = tr.LocalAddr().String(), modeOf(tr)
+		}
+	}
+	ep, err := erpcListen(srv, addr, cfg.Loss, opts)
 	if err != nil {
 		return nil, fmt.Errorf("erpc listen on %q: %w", addr, err)
 	}
@@ -146,12 +161,15 @@ func newErpcServer(cfg proc.Config) (proc.Impl, error) {
 	case "shm":
 		// The socket path is the address; it goes when the endpoint closes.
 	}
-	return &erpcServer{ep: ep, at: addr}, nil
+	return &erpcServer{ep: ep, at: addr, xdpMode: mode}, nil
 }
 
 func (s *erpcServer) Addr() string { return s.at }
 func (s *erpcServer) Close()       { s.ep.Close() }
 func (s *erpcServer) Control(args []string) (string, error) {
+	if args[0] == "xdpmode" {
+		return s.xdpMode, nil
+	}
 	return "", fmt.Errorf("unknown command %q", args[0])
 }
 
@@ -180,6 +198,13 @@ type ErpcClient struct {
 
 func newErpcClient(srvAddr, transport string, opts []erpc.Option, loss float64, async bool) (*ErpcClient, error) {
 	laddr := erpcClientAddr(transport)
+	if veth != nil {
+		var err error
+		if opts, _, err = xdpOpts(transport, veth.Ifname+"/"+veth.ClientAddr.String(), opts); err != nil {
+			return nil, err
+		}
+		laddr = net.JoinHostPort(veth.ClientAddr.String(), "0")
+	}
 	ep, err := erpcListen(nil, laddr, loss, opts)
 	if err != nil {
 		return nil, fmt.Errorf("erpc.Listen(%q): %w", laddr, err)

@@ -60,39 +60,54 @@ func Start(system string, cfg Config) (*Peer, error) {
 	case "erpc-nocc": // congestion control is the client's: the server is erpc's
 		srvSys = "erpc"
 	}
-	srv, err := proc.Start(proc.Config{System: srvSys, Transport: tr, Busy: cfg.Busy,
-		Loss: loss, Window: cfg.Window, CPU: cfg.CPU})
+	pcfg := proc.Config{System: srvSys, Transport: tr, Busy: cfg.Busy,
+		Loss: loss, Window: cfg.Window, CPU: cfg.CPU}
+	if veth != nil {
+		if !slices.Contains(VethSystems, system) {
+			return nil, fmt.Errorf("%s does not run over the veth pair (only %v)", system, VethSystems)
+		}
+		pcfg.Netns, pcfg.Listen = veth.ServerNS, serverListen(srvSys, tr)
+	}
+	srv, err := proc.Start(pcfg)
 	if err != nil {
 		return nil, err
 	}
 	p := &Peer{System: system, Srv: srv}
+	err = inClientNS(func() (err error) {
+		p.Cli, err = startClient(system, srv, tr, cfg)
+		return err
+	})
+	if err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("%s client: %w", system, err)
+	}
+	return p, nil
+}
+
+// startClient starts system's client of srv.
+func startClient(system string, srv *proc.Server, tr string, cfg Config) (cli meter.Client, err error) {
+	loss := cfg.Loss
 	switch system {
 	case "erpc", "erpc-call", "erpc-udp", "erpc-nocc":
 		opts := ErpcOptions(cfg.Busy, cfg.Window)
 		if system == "erpc-nocc" {
 			opts = append(opts, erpc.WithoutCongestionControl())
 		}
-		p.Cli, err = newErpcClient(srv.Addr, tr, opts, loss, system != "erpc-call")
+		return newErpcClient(srv.Addr, tr, opts, loss, system != "erpc-call")
 	case "raw-udp":
-		p.Cli, err = newRawUDPClient(srv.Addr, cfg.Busy, cfg.RawDgram, cfg.RawWindow)
+		return newRawUDPClient(srv.Addr, cfg.Busy, cfg.RawDgram, cfg.RawWindow)
 	case "udp-floor", "udp-plain":
-		p.Cli, err = newUDPFloorClient(srv, system == "udp-plain")
+		return newUDPFloorClient(srv, system == "udp-plain")
 	case "raw-shm":
-		p.Cli, err = newRawShmClient(srv)
+		return newRawShmClient(srv)
 	case "grpc":
-		p.Cli, err = newGRPCClient(srv.Addr)
+		return newGRPCClient(srv.Addr)
 	case "netrpc":
-		p.Cli, err = newNetRPCClient(srv.Addr)
+		return newNetRPCClient(srv.Addr)
 	case "drpc":
-		p.Cli, err = newDRPCClient(srv.Addr)
-	default:
-		err = fmt.Errorf("unknown system %q", system)
+		return newDRPCClient(srv.Addr)
 	}
-	if err != nil {
-		p.Stop()
-		return nil, fmt.Errorf("%s client: %w", system, err)
-	}
-	return p, nil
+	return nil, fmt.Errorf("unknown system %q", system)
 }
 
 // TransportOf names what a system runs over.

@@ -37,7 +37,7 @@ type rawUDPServer struct {
 }
 
 func newRawUDPServer(cfg proc.Config) (proc.Impl, error) {
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: rawUDPListenIP(cfg)})
 	if err != nil {
 		return nil, err
 	}

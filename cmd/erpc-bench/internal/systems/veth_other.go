@@ -1,0 +1,5 @@
+//go:build !linux
+
+package systems
+
+func inClientNS(fn func() error) error { return fn() }

@@ -1,0 +1,164 @@
+//go:build linux
+
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/erpc-go/erpc/transport"
+	"golang.org/x/sys/unix"
+)
+
+func listen(ifname string, addr netip.AddrPort, opts Options) (transport.Transport, error) {
+	if err := checkCaps(); err != nil {
+		return nil, err
+	}
+	switch opts.AttachMode {
+	case "", "native", "generic":
+	default:
+		return nil, fmt.Errorf("xdp: AttachMode %q (want native or generic)", opts.AttachMode)
+	}
+	ifc, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrNoInterface, ifname, err)
+	}
+	local, err := localAddr(ifc, addr)
+	if err != nil {
+		return nil, err
+	}
+	t := &Transport{ifindex: ifc.Index, efd: -1, probe: -1, kernel: -1, neigh: map[netip.Addr]neighEntry{}}
+	copy(t.link.src[:], ifc.HardwareAddr)
+	if err := t.open(ifc, local, opts); err != nil {
+		t.teardown()
+		return nil, err
+	}
+	return t, nil
+}
+
+// open reserves the port with a kernel socket (which also picks one for
+// port 0, and is how the kernel is made to resolve a peer's MAC), attaches
+// the program and opens a socket per receive queue.
+func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options) error {
+	var err error
+	if t.kernel, t.local, err = openKernelSocket(local); err != nil {
+		return err
+	}
+	t.kernelBuf = make([]byte, 1<<16)
+	t.maxDatagram = min(ifc.MTU, frameSize-unix.XDP_PACKET_HEADROOM-ethHeader) - (headerLen(local.Addr()) - ethHeader)
+	if t.nl, err = openRtnl(); err != nil {
+		return fmt.Errorf("xdp: %w", err)
+	}
+	queues, err := t.nl.rxQueues(t.ifindex)
+	if err != nil {
+		return fmt.Errorf("xdp: reading %s's queues: %w", ifc.Name, err)
+	}
+	family := unix.AF_INET
+	if local.Addr().Is6() {
+		family = unix.AF_INET6
+	}
+	if t.probe, err = unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0); err != nil {
+		return fmt.Errorf("xdp: probe socket: %w", err)
+	}
+	if t.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return fmt.Errorf("xdp: eventfd: %w", err)
+	}
+	if t.prog, err = attach(t.ifindex, queues, t.local, opts.AttachMode); err != nil {
+		return fmt.Errorf("%w (interface %s)", err, ifc.Name)
+	}
+	for q := range queues {
+		x, err := openXSK(t.ifindex, q, opts.CopyOnly)
+		if q > 0 && errors.Is(err, unix.EINVAL) {
+			// IFLA_NUM_RX_QUEUES counts the queues allocated, and veth
+			// allocates one per CPU but uses one: the rest refuse a bind.
+			break
+		}
+		if err != nil {
+			return classify(fmt.Errorf("xdp: AF_XDP socket on %s queue %d: %w", ifc.Name, q, err))
+		}
+		t.xsks = append(t.xsks, x)
+		if err := t.prog.xsks.Update(uint32(q), uint32(x.fd), ebpf.UpdateAny); err != nil {
+			return classify(fmt.Errorf("xdp: adding the socket of queue %d to the XSKMAP: %w", q, err))
+		}
+	}
+	t.pollfds = make([]unix.PollFd, 0, len(t.xsks)+2)
+	t.pollfds = append(t.pollfds, unix.PollFd{Fd: int32(t.efd), Events: unix.POLLIN},
+		unix.PollFd{Fd: int32(t.kernel), Events: unix.POLLIN})
+	for _, x := range t.xsks {
+		t.pollfds = append(t.pollfds, unix.PollFd{Fd: int32(x.fd), Events: unix.POLLIN})
+	}
+	t.mode = t.prog.mode + "/copy"
+	if t.xsks[0].zeroCopy {
+		t.mode = t.prog.mode + "/zerocopy"
+	}
+	return nil
+}
+
+// localAddr is addr with an unspecified IP replaced by the interface's
+// first address of its family; a given IP must be the interface's.
+func localAddr(ifc *net.Interface, addr netip.AddrPort) (netip.AddrPort, error) {
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return addr, fmt.Errorf("%w: %s's addresses: %w", ErrNoInterface, ifc.Name, err)
+	}
+	want := addr.Addr().Unmap()
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		ip := p.Addr().Unmap()
+		switch {
+		case want.IsValid() && !want.IsUnspecified() && ip == want,
+			(!want.IsValid() || want.IsUnspecified()) && (ip.Is4() == (!want.IsValid() || want.Is4())) && !ip.IsLinkLocalUnicast():
+			return netip.AddrPortFrom(ip, addr.Port()), nil
+		}
+	}
+	return addr, fmt.Errorf("%w: %s has no address %v", ErrNoInterface, ifc.Name, addr.Addr())
+}
+
+// checkCaps fails with ErrPermission unless the process is root or has
+// CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN, which older kernels want
+// instead of CAP_BPF).
+func checkCaps() error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return nil // cannot tell: let the system calls say
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				return nil
+			}
+			const netAdmin, sysAdmin, bpf = 1 << 12, 1 << 21, 1 << 39
+			if caps&netAdmin == 0 || caps&(bpf|sysAdmin) == 0 {
+				return fmt.Errorf("%w (uid %d, effective capabilities %#x)", ErrPermission, os.Geteuid(), caps)
+			}
+		}
+	}
+	return nil
+}
+
+// classify adds the sentinel that says why a system call failed, when it
+// is not there yet: permission, or a kernel without the feature.
+func classify(err error) error {
+	switch {
+	case errors.Is(err, ErrPermission), errors.Is(err, ErrKernel), errors.Is(err, ErrNotAttachable):
+		return err
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("%w: %w", ErrPermission, err)
+	case errors.Is(err, unix.EAFNOSUPPORT), errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.ENOSYS):
+		return fmt.Errorf("%w: %w", ErrKernel, err)
+	}
+	return err
+}
