@@ -14,7 +14,7 @@ const (
 	LevelInitial     Level = 0 // keys anyone can derive from the client's chosen ID
 	LevelHandshake   Level = 1 // keys from the TLS handshake secrets
 	LevelApplication Level = 2 // keys from the TLS application traffic secrets
-	levelCount             = 3 // wire value 3 is invalid
+	levelCount       Level = 3 // wire value 3 is invalid
 )
 
 func (l Level) String() string {
