@@ -184,3 +184,24 @@ func TestPacketNumberExhausted(t *testing.T) {
 		t.Fatalf("sealed past MaxPacketNumber: %x", out)
 	}
 }
+
+// TestStragglerAfterTwoUpdates: a packet of the previous generation
+// numbered below every packet of it opened so far still opens after a
+// second update, while the previous keys are kept.
+func TestStragglerAfterTwoUpdates(t *testing.T) {
+	s, o := pair(t, testSuites[0].id, 35, LevelApplication)
+	gen0 := sealN(s, 10, 16) // pn 0..9
+	s.UpdateKey()
+	gen1 := sealN(s, 10, 16) // pn 10..19
+	s.UpdateKey()
+	gen2 := sealN(s, 10, 16) // pn 20..29
+	for _, p := range slices.Concat(gen0, gen1[5:6], gen2[:1]) {
+		mustOpen(t, o, p)
+	}
+	for _, i := range []int{1, 0, 9, 2} {
+		mustOpen(t, o, gen1[i])
+	}
+	if o.Generation() != 2 || o.Drops().Total() != 0 {
+		t.Fatalf("gen %d, drops %+v", o.Generation(), o.Drops())
+	}
+}

@@ -120,8 +120,10 @@ func (o *Opener) keysFor(h Header) (keys *keyGen, promote bool, err error) {
 		return &o.next, true, nil
 	}
 	// The other phase, numbered before the current generation began: the
-	// previous generation's, if its keys are kept and it is not older.
-	if !o.havePrev || h.PN < o.prevStart {
+	// previous generation's (or, failing authentication, an older one's),
+	// if its keys are still kept. prevStart is no bound here: a packet of
+	// the previous generation may be numbered below all of it opened yet.
+	if !o.havePrev {
 		return nil, false, ErrOldKey
 	}
 	return &o.prev, false, nil
