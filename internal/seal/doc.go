@@ -81,8 +81,17 @@
 // packets numbered below the current generation's first, until the window
 // has moved a full window past that first packet (nothing they could open
 // is accepted after that); then a packet under them is dropped as OldKey.
-// A sender must not update twice before the peer has opened a packet of
-// the first update (QUIC's rule too): updates 2^22 packets apart keep it.
+// The phase is one bit, so an Opener can only follow one update at a time:
+// packets two generations ahead of it fail authentication (dropped, not
+// fatal), and if none of the generation between ever arrives it can never
+// catch up. So a sender must not update again before the peer has opened
+// packets of its last update (QUIC's rule too); updates 2^22 packets apart
+// keep it.
+//
+// # Cost
+//
+// A Sealer holds one key generation (about 0.9 KB of heap); an Opener three
+// (current, next, previous) and the 512-byte window (about 2.4 KB).
 //
 // # Drops
 //
