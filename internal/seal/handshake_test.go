@@ -99,9 +99,9 @@ func TestQUICHandshakeSecrets(t *testing.T) {
 		t.Skipf("crypto/tls chose %s here: %v", tls.CipherSuiteName(cli.suite), err)
 	}
 	for _, level := range []tls.QUICEncryptionLevel{tls.QUICEncryptionLevelHandshake, tls.QUICEncryptionLevelApplication} {
-		ours := LevelHandshake
-		if level == tls.QUICEncryptionLevelApplication {
-			ours = LevelApplication
+		ours, err := LevelOf(level)
+		if err != nil {
+			t.Fatal(err)
 		}
 		for _, d := range []struct{ from, to *quicSide }{{cli, srv}, {srv, cli}} {
 			s, err := NewSealer(d.from.suite, d.from.write[level], ours)
@@ -116,5 +116,23 @@ func TestQUICHandshakeSecrets(t *testing.T) {
 			s.UpdateKey()
 			mustOpen(t, o, s.Seal(nil, 1, payloadFor(1, 100)))
 		}
+	}
+}
+
+func TestLevelOf(t *testing.T) {
+	for l, want := range map[tls.QUICEncryptionLevel]Level{
+		tls.QUICEncryptionLevelInitial:     LevelInitial,
+		tls.QUICEncryptionLevelHandshake:   LevelHandshake,
+		tls.QUICEncryptionLevelApplication: LevelApplication,
+	} {
+		if got, err := LevelOf(l); got != want || err != nil {
+			t.Errorf("%v: %v %v", l, got, err)
+		}
+	}
+	if _, err := LevelOf(tls.QUICEncryptionLevelEarly); err != ErrEarlyData {
+		t.Errorf("early data: %v", err)
+	}
+	if _, err := LevelOf(9); err != ErrLevel {
+		t.Errorf("level 9: %v", err)
 	}
 }

@@ -174,6 +174,25 @@ var initialSalt = []byte{
 	0x11, 0x48, 0x4f, 0xef, 0xdc, 0x8f, 0x9b, 0x97, 0x8d, 0xba,
 }
 
+// ErrEarlyData refuses crypto/tls's 0-RTT level: erpc does not use it.
+var ErrEarlyData = errors.New("seal: 0-RTT (early data) is not supported")
+
+// LevelOf maps crypto/tls's QUIC encryption levels to erpc's; the
+// early-data level has none.
+func LevelOf(l tls.QUICEncryptionLevel) (Level, error) {
+	switch l {
+	case tls.QUICEncryptionLevelInitial:
+		return LevelInitial, nil
+	case tls.QUICEncryptionLevelHandshake:
+		return LevelHandshake, nil
+	case tls.QUICEncryptionLevelApplication:
+		return LevelApplication, nil
+	case tls.QUICEncryptionLevelEarly:
+		return 0, ErrEarlyData
+	}
+	return 0, ErrLevel
+}
+
 // InitialSuite is the cipher suite of the Initial level's keys.
 const InitialSuite = tls.TLS_AES_128_GCM_SHA256
 

@@ -64,7 +64,8 @@ func NewOpener(suite uint16, secret []byte, level Level) (*Opener, error) {
 // Open authenticates and decrypts one protected packet and appends its
 // plaintext to dst. It allocates nothing when dst has room for
 // len(pkt)-Overhead bytes. dst may be pkt[HeaderLen:HeaderLen] (opening in
-// place); no other overlap. A packet it drops (malformed, another level,
+// place; a packet that fails authentication then has its body zeroed); no
+// other overlap. A packet it drops (malformed, another level,
 // under discarded keys, below the window, a replay, or failing
 // authentication) returns dst unchanged and one of the package's Err
 // values, and is counted in Drops. Only a packet that authenticates moves
