@@ -248,6 +248,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	case wire.CodeRetry:
 		e.onRetry(now, s, payload)
 		return
+	case wire.CodeTLSRequired:
+		e.endSession(now, s, ErrTLSRequired)
+		return
 	default:
 		e.endSession(now, s, ErrRefused)
 		return

@@ -38,6 +38,7 @@ var (
 	ErrTooMany        = errors.New("server refused the session: too many sessions")
 	ErrRefused        = errors.New("server refused the session parameters")
 	ErrNotServing     = errors.New("server refused the session: the endpoint serves no handlers")
+	ErrTLSRequired    = errors.New("server refused the session: this server requires TLS (dial with erpc.WithTLS)")
 	ErrServerIdle     = errors.New("session idle beyond the idle timeout")
 	ErrOverloaded     = errors.New("server overloaded: request refused (NACK)")
 	ErrCanceled       = errors.New("call canceled")
