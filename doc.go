@@ -269,7 +269,11 @@
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
-//   - Security: tls_options.go (WithTLS, Insecure).
+//   - Security: tls_options.go (WithTLS, Insecure), tls_layer.go (an
+//     endpoint's TLS associations: routing protected packets by ID,
+//     handshakes, refusals), tls_send.go (sealing what the engine
+//     sends); internal/secure (one association's handshake, sans-I/O),
+//     internal/seal (the protected packet format).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,

@@ -235,7 +235,7 @@ func (ep *Endpoint) tlsPlaintext(now proto.Time, from netip.AddrPort, data []byt
 			return
 		}
 		r := wire.Header{Type: wire.TypeConnectAck, Code: wire.CodeTLSRequired, Session: c.Session, Token: h.Token, TxSeq: h.TxSeq}
-		ep.sendPlain(from, &r, true)
+		ep.sendPlain(from, &r)
 	case h.Type == wire.TypeConnectAck && h.Code == wire.CodeTLSUnsupported:
 		t := l.dialing[h.ReqNum]
 		if t != nil && t.addr == from && !t.up && !t.failed {
@@ -255,17 +255,15 @@ func (ep *Endpoint) plainRefuseTLS(from netip.AddrPort, data []byte) {
 		return
 	}
 	r := wire.Header{Type: wire.TypeConnectAck, Code: wire.CodeTLSUnsupported, ReqNum: h.DestID}
-	ep.sendPlain(from, &r, false)
+	ep.sendPlain(from, &r)
 }
 
 // sendPlain queues a plaintext connect-ack outside the engine.
-func (ep *Endpoint) sendPlain(to netip.AddrPort, h *wire.Header, withConnect bool) {
-	b := make([]byte, wire.HeaderLen, wire.HeaderLen+wire.ConnectLen)
+// Its connect payload is empty (zeros), as an engine's refusal's is.
+func (ep *Endpoint) sendPlain(to netip.AddrPort, h *wire.Header) {
+	b := make([]byte, wire.HeaderLen+wire.ConnectLen)
 	h.Put(b)
-	if withConnect {
-		b = b[:wire.HeaderLen+wire.ConnectLen]
-		(&wire.Connect{}).Put(b[wire.HeaderLen:])
-	}
+	(&wire.Connect{}).Put(b[wire.HeaderLen:])
 	ep.extra = append(ep.extra, transport.Message{To: to, Head: b})
 }
 
