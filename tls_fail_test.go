@@ -66,4 +66,3 @@ func TestTLSDialFailsFast(t *testing.T) {
 		})
 	}
 }
-

@@ -11,6 +11,9 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/transport/rpctest"
 )
 
 // testPKI is a CA and the certificates a test's peers present.
@@ -83,4 +86,19 @@ func (p *testPKI) mutualServerTLS() *tls.Config {
 // clientTLS trusts the CA and expects "localhost".
 func (p *testPKI) clientTLS() *tls.Config {
 	return &tls.Config{RootCAs: p.pool, ServerName: "localhost"}
+}
+
+// tlsNet is a Net whose endpoints all speak TLS: servers present the
+// PKI's server certificate, clients trust its CA and expect "localhost".
+type tlsNet struct {
+	rpctest.Net
+	pki *testPKI
+}
+
+func (n tlsNet) Listen(t *testing.T, srv *erpc.Server, opts ...erpc.Option) *erpc.Endpoint {
+	cfg := n.pki.clientTLS()
+	if srv != nil {
+		cfg = n.pki.serverTLS()
+	}
+	return n.Net.Listen(t, srv, append(opts, erpc.WithTLS(cfg))...)
 }
