@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/transport/rpctest"
 )
 
 // TestTLSCalls: over UDP with TLS, calls of every size complete, a
@@ -36,4 +37,11 @@ func TestTLSCalls(t *testing.T) {
 	if st := s.Endpoint().Stats(); st.TLSHandshakes != 1 {
 		t.Fatalf("client: %d handshakes", st.TLSHandshakes)
 	}
+}
+
+// TestTLSConformance runs the RPC conformance suite (echo of random
+// sizes up to 8 MiB, many sessions, concurrent calls, idle sessions,
+// close semantics) with every endpoint speaking TLS over UDP.
+func TestTLSConformance(t *testing.T) {
+	rpctest.RunRPC(t, tlsNet{udpNet{}, newTestPKI(t)})
 }
