@@ -83,6 +83,14 @@ func (p *testPKI) mutualServerTLS() *tls.Config {
 	return c
 }
 
+// bothTLS serves as either end: it presents the server certificate when
+// it serves, and trusts the CA and expects "localhost" when it dials.
+func (p *testPKI) bothTLS() *tls.Config {
+	c := p.clientTLS()
+	c.Certificates = []tls.Certificate{p.server}
+	return c
+}
+
 // clientTLS trusts the CA and expects "localhost".
 func (p *testPKI) clientTLS() *tls.Config {
 	return &tls.Config{RootCAs: p.pool, ServerName: "localhost"}
