@@ -3,6 +3,9 @@ package erpc_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,4 +47,41 @@ func TestTLSCalls(t *testing.T) {
 // close semantics) with every endpoint speaking TLS over UDP.
 func TestTLSConformance(t *testing.T) {
 	rpctest.RunRPC(t, tlsNet{udpNet{}, newTestPKI(t)})
+}
+
+// TestTLSMutualIdentity: under RequireAndVerifyClientCert the server's
+// association holds the client's verified certificate, both sides
+// negotiated erpc's ALPN, and a tls.Config naming other protocols only
+// is refused at Listen.
+func TestTLSMutualIdentity(t *testing.T) {
+	pki := newTestPKI(t)
+	srv := serverWith(t, "Echo", echoHandler)
+	sep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(pki.mutualServerTLS()))
+	cfg := pki.clientTLS()
+	cfg.Certificates = []tls.Certificate{pki.client}
+	cfg.NextProtos = []string{"h2", "erpc/1"}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := erpc.Dial(ctx, sep.Target(), erpc.WithTLS(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Call(ctx, "Echo", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	states := erpc.TLSStates(sep)
+	if len(states) != 1 {
+		t.Fatalf("%d established associations on the server, want 1", len(states))
+	}
+	st := states[0]
+	if st.NegotiatedProtocol != "erpc/1" || st.Version != tls.VersionTLS13 ||
+		len(st.VerifiedChains) == 0 || st.VerifiedChains[0][0].Subject.CommonName != "client" {
+		t.Fatalf("server's view: ALPN %q, version %x, %d verified chains", st.NegotiatedProtocol, st.Version, len(st.VerifiedChains))
+	}
+	_, err = erpc.Listen("127.0.0.1:0", erpc.WithTLS(&tls.Config{NextProtos: []string{"h2"}}))
+	var e *erpc.Error
+	if !errors.As(err, &e) || e.Code != erpc.InvalidArgument || !strings.Contains(e.Msg, "erpc/1") {
+		t.Fatalf("Listen with NextProtos [h2]: %v, want InvalidArgument naming erpc/1", err)
+	}
 }

@@ -2,6 +2,7 @@ package erpc
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -322,4 +323,19 @@ func targetHost(target string) string {
 		return h
 	}
 	return rest
+}
+
+// tlsStateOf is the TLS state of the association tag names (a session
+// event's SessionTag), nil for none or one not yet established: what a
+// session's PeerAuth carries (peerauth.go).
+func (ep *Endpoint) tlsStateOf(tag uint64) *tls.ConnectionState {
+	if ep.sec == nil {
+		return nil
+	}
+	t := ep.sec.byID[tag]
+	if t == nil || !t.a.Established() {
+		return nil
+	}
+	st := t.a.ConnectionState()
+	return &st
 }

@@ -228,7 +228,7 @@ func (e *Engine) endSession(now Time, s *session, err error) {
 	} else {
 		e.endServerSession(now, s)
 	}
-	e.emitEvent(Event{Type: EventSessionDown, Session: s.id(), Peer: s.peer, Err: err,
+	e.emitEvent(Event{Type: EventSessionDown, Session: s.id(), Peer: s.peer, Err: err, SessionTag: s.tag,
 		Server: s.c == nil, WasUp: s.up})
 	e.freeSession(now, s)
 }

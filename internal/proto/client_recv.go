@@ -287,7 +287,7 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 		cs.rtt.sample(rtt)
 		cs.cc.ObserveBase(int64(now), rtt, 0)
 	}
-	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer})
+	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer, SessionTag: s.tag})
 	e.pump(now, s)
 	if h.Flags&wire.FlagConfirm != 0 && !cs.busy() {
 		// The server reaps the session unless a packet with its token

@@ -135,6 +135,10 @@ type Event struct {
 	// EventSessionDown: whether the session was a server's, and whether
 	// it had come up (a dialed session that never connected had not).
 	Server, WasUp bool
+	// SessionTag is the session's driver tag (ReceiveTagged,
+	// ConnectTagged): its TLS association, say (EventSessionUp,
+	// EventSessionAccepted, EventSessionDown).
+	SessionTag uint64
 }
 
 // Packet is a datagram for the driver to send: the header (with a small

@@ -313,7 +313,7 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	s.s.credits = credits
 	e.sendConnectAck(s, h)
-	e.emitEvent(Event{Type: EventSessionAccepted, Session: s.id(), Peer: from})
+	e.emitEvent(Event{Type: EventSessionAccepted, Session: s.id(), Peer: from, SessionTag: s.tag})
 }
 
 // sendConnectAck answers a connect with the negotiated parameters.
