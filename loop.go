@@ -423,6 +423,9 @@ func (ep *Endpoint) stop(now proto.Time) {
 		ep.failCommand(c)
 	}
 	ep.workers.stop() // Close waits for the handlers still running
+	if ep.sec != nil {
+		ep.sec.closeAll()
+	}
 	if err := ep.tr.Close(); err != nil && ep.closeErr == nil {
 		ep.closeErr = err
 	}

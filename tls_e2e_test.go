@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,5 +86,63 @@ func TestTLSMutualIdentity(t *testing.T) {
 	var e *erpc.Error
 	if !errors.As(err, &e) || e.Code != erpc.InvalidArgument || !strings.Contains(e.Msg, "erpc/1") {
 		t.Fatalf("Listen with NextProtos [h2]: %v, want InvalidArgument naming erpc/1", err)
+	}
+}
+
+// TestTLSHandshakeOffLoop: a server whose certificate check blocks (a
+// VerifyPeerCertificate callback that waits, as one that looks a
+// revocation list up may) keeps serving its other sessions meanwhile:
+// the handshake's work runs off the event loop. With the handshake on
+// the loop these calls would wait for the callback, which waits for
+// them.
+func TestTLSHandshakeOffLoop(t *testing.T) {
+	pki := newTestPKI(t)
+	var block atomic.Bool
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	scfg := pki.mutualServerTLS()
+	scfg.VerifyPeerCertificate = func([][]byte, [][]*x509.Certificate) error {
+		if block.Load() {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	}
+	srv := serverWith(t, "Echo", echoHandler)
+	sep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(scfg))
+	ccfg := pki.clientTLS()
+	ccfg.Certificates = []tls.Certificate{pki.client}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, err := erpc.Dial(ctx, sep.Target(), erpc.WithTLS(ccfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+
+	block.Store(true)
+	second := make(chan error, 1)
+	go func() {
+		s, err := erpc.Dial(ctx, sep.Target(), erpc.WithTLS(ccfg))
+		if err == nil {
+			s.Close()
+		}
+		second <- err
+	}()
+	<-entered // the second handshake is held in the server's callback
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	for i := range 100 {
+		cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := first.Call(cctx, "Echo", []byte{byte(i)}, nil)
+		ccancel()
+		if err != nil {
+			unblock()
+			t.Fatalf("call %d while a handshake's callback blocks: %v", i, err)
+		}
+	}
+	unblock()
+	if err := <-second; err != nil {
+		t.Fatalf("the held handshake: %v", err)
 	}
 }

@@ -58,6 +58,8 @@ type tlsAssoc struct {
 	lastActive proto.Time
 	failed     bool
 	up         bool
+	busy       bool // a goroutine has a (tls_async.go): the loop leaves it alone
+	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
 	recvGen    uint64
 }
@@ -137,6 +139,10 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		l.stats.unknown++
 		return
 	}
+	if t.busy { // its handshake step runs off the loop: after it
+		t.queue(from, data)
+		return
+	}
 	if h.Level == seal.LevelApplication {
 		inner, err := t.a.OpenApp(l.opened[:0], data)
 		if err != nil {
@@ -148,15 +154,14 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		ep.eng.ReceiveTagged(now, from, inner, t.a.LocalID)
 		return
 	}
-	if err := t.a.Receive(&h, data); err != nil {
-		l.countDrop(err)
-		return
-	}
-	t.lastActive = now
 	if t.sess == nil {
 		t.addr = from
 	}
-	ep.tlsProgress(now, t)
+	if !t.up && !t.failed { // crypto/tls's work: signing, verifying, the user's callbacks
+		ep.tlsStepAsync(t, h, data)
+		return
+	}
+	ep.tlsStepDone(t, t.a.Receive(&h, data))
 }
 
 func (l *tlsLayer) countDrop(err error) {
@@ -279,6 +284,9 @@ func (l *tlsLayer) sweep(now proto.Time, force bool) {
 	}
 	l.nextSweep = now.Add(time.Second)
 	for id, t := range l.byID {
+		if t.busy {
+			continue
+		}
 		age := now.Sub(t.lastActive)
 		if (t.failed && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) || age > l.limits.idle {
 			l.forget(id, t)

@@ -30,6 +30,13 @@ func (ep *Endpoint) tlsSeal(now proto.Time, pkts []proto.Packet, msgs []transpor
 		if t == nil || t.failed {
 			continue
 		}
+		if t.busy { // off the loop: the packet waits, as a connect does, for its timer
+			if t.sess != nil && !t.up {
+				t.held = p.AppendTo(t.held[:0])
+				t.heldPath = p.Path
+			}
+			continue
+		}
 		if !t.up {
 			if t.sess != nil { // a client's connect: hold it, send the flight
 				t.held = p.AppendTo(t.held[:0])
