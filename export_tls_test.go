@@ -24,3 +24,12 @@ func TLSStates(ep *Endpoint) []tls.ConnectionState {
 	}
 	return <-reply
 }
+
+// TLSAssocs is how many TLS associations ep keeps.
+func TLSAssocs(ep *Endpoint) int {
+	reply := make(chan int, 1)
+	if err := ep.Post(func() { reply <- len(ep.sec.byID) }); err != nil {
+		return -1
+	}
+	return <-reply
+}

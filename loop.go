@@ -360,6 +360,9 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 		case proto.EventSessionAccepted:
 			ep.sessionEvent(ev, true, true)
 		case proto.EventSessionDown:
+			if ep.sec != nil {
+				ep.sec.sessionDown(now, ev.SessionTag)
+			}
 			s := ep.loop.sessions[ev.Session]
 			if s != nil {
 				delete(ep.loop.sessions, ev.Session)

@@ -146,3 +146,40 @@ func TestTLSHandshakeOffLoop(t *testing.T) {
 		t.Fatalf("the held handshake: %v", err)
 	}
 }
+
+// TestTLSAssociationsForgotten: the associations of closed sessions are
+// forgotten on both ends once they have lingered (their last packets
+// sealed), as traffic on the endpoint drives the sweep: a client that
+// opens and closes sessions holds no more than a live one's worth.
+func TestTLSAssociationsForgotten(t *testing.T) {
+	pki := newTestPKI(t)
+	fto := erpc.WithFailureTimeout(100 * time.Millisecond)
+	sep := listenT(t, serverWith(t, "Echo", echoHandler), "127.0.0.1:0", erpc.WithTLS(pki.serverTLS()), fto)
+	cep := listenT(t, nil, "127.0.0.1:0", erpc.WithTLS(pki.clientTLS()), fto)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 10 {
+		s, err := cep.Dial(ctx, sep.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Call(ctx, "Echo", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	if n := erpc.TLSAssocs(sep); n < 2 {
+		t.Fatalf("server keeps %d associations right after the closes: the test saw no linger", n)
+	}
+	live, err := cep.Dial(ctx, sep.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	waitFor(t, "closed sessions' associations to be forgotten", func() bool {
+		if _, err := live.Call(ctx, "Echo", []byte("y"), nil); err != nil {
+			t.Fatal(err)
+		}
+		return erpc.TLSAssocs(sep) == 1 && erpc.TLSAssocs(cep) == 1
+	})
+}

@@ -58,6 +58,7 @@ type tlsAssoc struct {
 	lastActive proto.Time
 	failed     bool
 	up         bool
+	down       bool // its engine session ended: forgotten after the linger
 	busy       bool // a goroutine has a (tls_async.go): the loop leaves it alone
 	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
@@ -288,7 +289,7 @@ func (l *tlsLayer) sweep(now proto.Time, force bool) {
 			continue
 		}
 		age := now.Sub(t.lastActive)
-		if (t.failed && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) || age > l.limits.idle {
+		if ((t.failed || t.down) && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) || age > l.limits.idle {
 			l.forget(id, t)
 		}
 	}
@@ -302,6 +303,16 @@ func (l *tlsLayer) forget(id uint64, t *tlsAssoc) {
 		l.handshakes--
 	}
 	t.a.Close()
+}
+
+// sessionDown notes that the engine session of association tag ended:
+// the association lingers a little (the session's last packets, a
+// disconnect or a closing notice, are sealed on their way out), then the
+// sweep forgets it.
+func (l *tlsLayer) sessionDown(now proto.Time, tag uint64) {
+	if t := l.byID[tag]; t != nil {
+		t.down, t.lastActive = true, now
+	}
 }
 
 // tlsFailed fails the dial (or reconnect) whose association failed its
