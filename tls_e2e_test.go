@@ -183,3 +183,35 @@ func TestTLSAssociationsForgotten(t *testing.T) {
 		return erpc.TLSAssocs(sep) == 1 && erpc.TLSAssocs(cep) == 1
 	})
 }
+
+// TestTLSResumption: a client whose tls.Config has a ClientSessionCache
+// resumes its next session with the ticket the server sent after the
+// first handshake (no certificate exchanged again), and calls work on
+// the resumed session.
+func TestTLSResumption(t *testing.T) {
+	pki := newTestPKI(t)
+	sep := listenT(t, serverWith(t, "Echo", echoHandler), "127.0.0.1:0", erpc.WithTLS(pki.serverTLS()))
+	cfg := pki.clientTLS()
+	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(8)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var resumed []bool
+	for range 2 {
+		s, err := erpc.Dial(ctx, sep.Target(), erpc.WithTLS(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Call(ctx, "Echo", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+		states := erpc.TLSStates(s.Endpoint())
+		if len(states) != 1 {
+			t.Fatalf("%d established associations on the client", len(states))
+		}
+		resumed = append(resumed, states[0].DidResume)
+		s.Close()
+	}
+	if resumed[0] || !resumed[1] {
+		t.Fatalf("resumed: first %v, second %v; want false, true", resumed[0], resumed[1])
+	}
+}

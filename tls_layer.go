@@ -152,6 +152,10 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		}
 		l.opened = inner[:0]
 		t.lastActive = now
+		if len(inner) > 0 && inner[0] == secure.AppCryptoMarker {
+			_ = t.a.ReceiveAppCrypto(inner) // a session ticket
+			return
+		}
 		ep.eng.ReceiveTagged(now, from, inner, t.a.LocalID)
 		return
 	}
@@ -214,6 +218,10 @@ func (ep *Endpoint) tlsProgress(now proto.Time, t *tlsAssoc) {
 		l.stats.handshakes++
 		if t.sess == nil {
 			l.handshakes--
+			t.a.SendTicket() // for resumption: best effort, sent once
+			for _, p := range t.a.TakeAppCrypto() {
+				ep.extra = append(ep.extra, transport.Message{To: t.addr, Head: t.a.SealApp(nil, p)})
+			}
 		}
 		if t.held != nil {
 			ep.extra = append(ep.extra, transport.Message{To: t.addr, Head: t.a.SealApp(nil, t.held), Path: t.heldPath})

@@ -36,8 +36,10 @@ import (
 // certificate missing or untrusted under RequireAndVerifyClientCert, a
 // peer without TLS) fails Dial within about a round trip with
 // Unauthenticated, naming the reason; the peer is told with the TLS
-// alert. Keys are updated every 2^22 packets. Session resumption and
-// 0-RTT are not supported: every handshake is a full one.
+// alert. Keys are updated every 2^22 packets. Session resumption is
+// crypto/tls's: with a ClientSessionCache in the client's cfg, the next
+// handshake to a server that sent a ticket resumes (the server sends one
+// per session unless SessionTicketsDisabled). 0-RTT is not supported.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) { o.tlsConfig = cfg; o.insecure = false; o.tlsSet = true }
 }

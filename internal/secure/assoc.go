@@ -76,6 +76,60 @@ type Assoc struct {
 	confirmed bool // client: the server has our Finished (an Application packet from it opened)
 	peerClose bool
 	scratch   []byte
+	appOut    [][]byte // Application-level crypto frames to seal and send (a ticket)
+	appOff    uint32
+	appRx     stream
+}
+
+// AppCryptoMarker starts the plaintext of an Application-level packet
+// that carries crypto data after the handshake (a session ticket)
+// instead of an erpc packet (whose first byte is wire.Magic, 0xE7).
+const AppCryptoMarker = 0xC1
+
+// SendTicket has a server's crypto/tls write a session ticket (no 0-RTT),
+// if its config allows tickets; TakeAppCrypto then has the packets.
+func (a *Assoc) SendTicket() {
+	if a.client || !a.Established() || a.cfg.TLS.SessionTicketsDisabled {
+		return
+	}
+	if err := a.conn.SendSessionTicket(tls.QUICSessionTicketOptions{}); err != nil {
+		return // no ticket: the next handshake is a full one
+	}
+	for ev := a.conn.NextEvent(); ev.Kind != tls.QUICNoEvent; ev = a.conn.NextEvent() {
+		if ev.Kind == tls.QUICWriteData {
+			_ = a.write(ev.Level, ev.Data)
+		}
+	}
+}
+
+// TakeAppCrypto returns the Application-level crypto packets' plaintexts
+// (each starts with AppCryptoMarker), to seal with SealApp, and forgets
+// them.
+func (a *Assoc) TakeAppCrypto() [][]byte {
+	o := a.appOut
+	a.appOut = nil
+	return o
+}
+
+// ReceiveAppCrypto takes the plaintext of an opened Application packet
+// that starts with AppCryptoMarker: a client's session ticket, which
+// crypto/tls stores in the config's ClientSessionCache. A malformed one
+// is dropped.
+func (a *Assoc) ReceiveAppCrypto(plain []byte) error {
+	var f frame
+	if len(plain) < 1 || f.parse(plain[1:]) != nil || f.kind != frameCrypto || !a.client {
+		return errFrame
+	}
+	ready, _ := a.appRx.add(f.offset, f.data)
+	if len(ready) == 0 {
+		return nil
+	}
+	if err := a.conn.HandleData(tls.QUICEncryptionLevelApplication, ready); err != nil {
+		return err // a bad ticket costs the next resumption only
+	}
+	for ev := a.conn.NextEvent(); ev.Kind != tls.QUICNoEvent; ev = a.conn.NextEvent() {
+	}
+	return nil
 }
 
 // pending is a handshake frame not yet sealed: sealed afresh, with a new
@@ -271,8 +325,11 @@ func (a *Assoc) write(level tls.QUICEncryptionLevel, data []byte) error {
 	if err != nil {
 		return err
 	}
-	if lvl == seal.LevelApplication {
-		return nil // post-handshake messages (tickets): not used
+	if lvl == seal.LevelApplication { // post-handshake: a session ticket
+		f := frame{kind: frameCrypto, srcID: a.LocalID, offset: a.appOff, data: data}
+		a.appOut = append(a.appOut, appendFrame([]byte{AppCryptoMarker}, &f, 0))
+		a.appOff += uint32(len(data))
+		return nil
 	}
 	room := a.cfg.MaxDatagram - seal.Overhead - frameHeaderLen
 	if room <= 0 {

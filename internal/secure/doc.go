@@ -36,6 +36,11 @@
 // The ALPN is erpc's own ("erpc/1"), required on both sides. erpc's
 // session parameters (its wire version) travel as the TLS transport
 // parameters: peers of different versions fail the handshake, saying so.
-// 0-RTT is refused. Session resumption is not supported yet: the server
-// sends no session tickets, so every handshake is a full one.
+// 0-RTT is refused. Session resumption is crypto/tls's: once its
+// handshake is complete a server sends one session ticket (best effort,
+// not retransmitted), in an Application-level packet whose plaintext
+// starts with AppCryptoMarker (0xC1) instead of an erpc packet's 0xE7,
+// followed by a crypto frame as above; a client whose tls.Config has a
+// ClientSessionCache stores it, and its next handshake to that server
+// resumes (no certificate sent or verified again).
 package secure
