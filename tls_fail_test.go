@@ -54,6 +54,7 @@ func TestTLSDialFailsFast(t *testing.T) {
 			if !errors.As(err, &e) || e.Code != erpc.Unauthenticated || !strings.Contains(e.Msg, c.want) {
 				t.Fatalf("got %v, want Unauthenticated naming %q", err, c.want)
 			}
+			t.Logf("after %v: %v", took.Round(time.Millisecond), err)
 			if took > 5*time.Second {
 				t.Fatalf("took %v: waited for a timeout instead of failing on the alert", took)
 			}
