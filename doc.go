@@ -279,7 +279,8 @@
 //   - Security: tls_options.go (WithTLS, Insecure), tls_layer.go (an
 //     endpoint's TLS associations: routing protected packets by ID,
 //     handshakes, refusals), tls_send.go (sealing what the engine
-//     sends), tls_async.go (handshake steps off the loop); internal/secure (one association's handshake, sans-I/O),
+//     sends), tls_async.go (handshake steps off the loop);
+//     internal/secure (one association's handshake, sans-I/O),
 //     internal/seal (the protected packet format).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
