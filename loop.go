@@ -97,6 +97,9 @@ func (ep *Endpoint) turns() {
 		polled = false
 		ep.loop.now = now
 		n, err := ep.tr.Receive(ep.loop.onDatagram)
+		if ep.sec != nil && len(ep.sec.starting) > 0 {
+			ep.tlsStartSteps() // the handshake packets of the batch, off the loop
+		}
 		if err != nil {
 			ep.log.Error("erpc: transport failed; closing endpoint", "err", err)
 			ep.closeErr = err

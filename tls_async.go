@@ -33,37 +33,83 @@ func (t *tlsAssoc) queue(from netip.AddrPort, data []byte) {
 	}
 }
 
-// tlsStepAsync hands handshake packet data, with header h, to t's
-// association on a goroutine; tlsStepDone takes the result on the loop.
-func (ep *Endpoint) tlsStepAsync(t *tlsAssoc, h seal.Header, data []byte) {
+// tlsStartSteps starts, after a batch of datagrams, a handshake step for
+// each association that received handshake packets in it: the whole of
+// a flight that came in one batch is one step, one goroutine hand-off.
+func (ep *Endpoint) tlsStartSteps() {
+	l := ep.sec
+	for i, t := range l.starting {
+		l.starting[i] = nil
+		t.starting = false
+		if !t.busy && len(t.backlog) > 0 {
+			ep.tlsStepAsync(t)
+		}
+	}
+	l.starting = l.starting[:0]
+}
+
+// tlsStepAsync hands t's waiting packets to its association on a
+// goroutine, in order; tlsStepDone takes the result on the loop. Only
+// handshake packets are stepped there: from the first other one on
+// (an Application packet, which may follow the handshake's completion)
+// the rest wait for the loop.
+func (ep *Endpoint) tlsStepAsync(t *tlsAssoc) {
+	n := 0
+	for n < len(t.backlog) && t.backlog[n].data[1]&3 != uint8(seal.LevelApplication) {
+		n++
+	}
+	if n == 0 {
+		ep.tlsDrainBacklog(t)
+		return
+	}
+	batch := t.backlog[:n:n]
+	t.backlog = t.backlog[n:]
 	t.busy = true
-	pkt := bytes.Clone(data)
 	go func() {
-		err := t.a.Receive(&h, pkt)
-		if !ep.enqueue(command{kind: cmdFunc, fn: func() { ep.tlsStepDone(t, err) }}) {
+		dropped := make([]error, 0, len(batch))
+		for _, q := range batch {
+			h, err := seal.ParseHeader(q.data)
+			if err == nil {
+				err = t.a.Receive(&h, q.data)
+			}
+			if err != nil {
+				dropped = append(dropped, err)
+			}
+		}
+		if !ep.enqueue(command{kind: cmdFunc, fn: func() { ep.tlsStepDone(t, dropped, len(batch)) }}) {
 			t.a.Close() // the endpoint stopped meanwhile
 		}
 	}()
 }
 
-// tlsStepDone acts on a handshake step's outcome (err: the packet was
-// dropped), then runs the packets that waited for it.
-func (ep *Endpoint) tlsStepDone(t *tlsAssoc, err error) {
+// tlsStepDone acts on a handshake step's outcome (dropped: the packets
+// it dropped, of n), then runs the packets that waited for it.
+func (ep *Endpoint) tlsStepDone(t *tlsAssoc, dropped []error, n int) {
 	t.busy = false
-	now := ep.loop.now
-	if err != nil {
+	for _, err := range dropped {
 		ep.sec.countDrop(err)
-	} else {
-		t.lastActive = now
-		ep.tlsProgress(now, t)
 	}
-	for len(t.backlog) > 0 && !t.busy {
-		q := t.backlog[0]
-		t.backlog = t.backlog[1:]
+	if len(dropped) < n {
+		t.lastActive = ep.loop.now
+	}
+	ep.tlsProgress(ep.loop.now, t)
+	ep.tlsDrainBacklog(t)
+}
+
+// tlsDrainBacklog runs t's waiting packets through the loop's receive
+// path (which queues handshake ones again, for a step of their own).
+func (ep *Endpoint) tlsDrainBacklog(t *tlsAssoc) {
+	backlog := t.backlog
+	t.backlog = nil
+	for _, q := range backlog {
+		if t.busy || t.starting {
+			t.backlog = append(t.backlog, q) // keep the order behind a step
+			continue
+		}
 		ep.tlsReceive(q.from, q.data)
 	}
-	if len(t.backlog) == 0 {
-		t.backlog = nil
+	if len(ep.sec.starting) > 0 {
+		ep.tlsStartSteps()
 	}
 }
 

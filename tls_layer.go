@@ -30,6 +30,7 @@ type tlsLayer struct {
 	opened     []byte               // scratch: an opened packet
 	arena      []byte               // the sealed packets of one flush
 	handshakes int                  // server associations not yet established
+	starting   []*tlsAssoc          // associations with handshake packets to step on after this batch
 	nextSweep  proto.Time
 	limits     tlsLimits
 	stats      tlsStats
@@ -60,6 +61,7 @@ type tlsAssoc struct {
 	up         bool
 	down       bool // its engine session ended: forgotten after the linger
 	busy       bool // a goroutine has a (tls_async.go): the loop leaves it alone
+	starting   bool // in tlsLayer.starting
 	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
 	recvGen    uint64
@@ -140,7 +142,7 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		l.stats.unknown++
 		return
 	}
-	if t.busy { // its handshake step runs off the loop: after it
+	if t.busy || t.starting { // a handshake step runs, or will, off the loop: after it
 		t.queue(from, data)
 		return
 	}
@@ -163,10 +165,19 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		t.addr = from
 	}
 	if !t.up && !t.failed { // crypto/tls's work: signing, verifying, the user's callbacks
-		ep.tlsStepAsync(t, h, data)
+		t.queue(from, data) // with the rest of its flight, after the batch (tlsStartSteps)
+		if !t.starting {
+			t.starting = true
+			l.starting = append(l.starting, t)
+		}
 		return
 	}
-	ep.tlsStepDone(t, t.a.Receive(&h, data))
+	if err := t.a.Receive(&h, data); err != nil { // established: no crypto/tls work left
+		l.countDrop(err)
+		return
+	}
+	t.lastActive = now
+	ep.tlsProgress(now, t)
 }
 
 func (l *tlsLayer) countDrop(err error) {
