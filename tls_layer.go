@@ -342,7 +342,7 @@ func (s *Session) tlsFailed(now proto.Time, tag uint64, err error, byPeer bool) 
 	}
 	msg := "TLS handshake with " + s.addr.String() + " failed: " + err.Error()
 	if byPeer {
-		msg = "TLS handshake with " + s.addr.String() + " refused by the server: " + err.Error()
+		msg = "TLS handshake refused by the server at " + s.addr.String() + ": " + err.Error()
 	}
 	s.tlsErr = &Error{Code: Unauthenticated, Msg: msg, Cause: err}
 	_ = s.ep.eng.Close(now, s.sid)

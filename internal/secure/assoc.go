@@ -246,7 +246,7 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 	switch {
 	case f.kind == frameClose:
 		if a.err == nil {
-			a.err = fmt.Errorf("the peer ended the handshake: %s", f.data)
+			a.err = fmt.Errorf("%s", f.data) // the peer's reason (PeerClosed says whose)
 			a.peerClose = true
 		}
 		return nil
