@@ -30,7 +30,8 @@ func rawEcho(t testing.TB) *erpc.Server {
 
 // TestCallAllocs counts heap allocations per 32-byte call on the raw-bytes
 // path, client and server together (both in this process), over memnet and
-// over real UDP sockets (on Linux, the recvmmsg/sendmmsg path).
+// over real UDP sockets (on Linux, the recvmmsg/sendmmsg path), and over
+// UDP with TLS (every packet sealed and opened).
 func TestCallAllocs(t *testing.T) {
 	t.Run("memnet", func(t *testing.T) { testCallAllocs(t, newMemNet()) })
 	t.Run("udp", func(t *testing.T) {
@@ -38,6 +39,12 @@ func TestCallAllocs(t *testing.T) {
 			t.Skip("the portable UDP path allocates per datagram; the zero-allocation path is Linux's")
 		}
 		testCallAllocs(t, udpNet{})
+	})
+	t.Run("udp-tls", func(t *testing.T) {
+		if runtime.GOOS != "linux" {
+			t.Skip("the portable UDP path allocates per datagram; the zero-allocation path is Linux's")
+		}
+		testCallAllocs(t, tlsNet{udpNet{}, newTestPKI(t)})
 	})
 }
 

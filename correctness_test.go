@@ -66,8 +66,14 @@ func TestEchoHandlerOwnBuffer(t *testing.T) {
 // one client endpoint (which reuses its session numbers), over a network
 // that duplicates datagrams and holds some back by up to 300 ms. Late
 // copies of old connects and requests arrive while newer sessions use the
-// same numbers: none may run a request again.
+// same numbers: none may run a request again. The TLS variant does it
+// with a handshake per session and every packet sealed.
 func TestLateCopiesNeverRunTwice(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { testLateCopiesNeverRunTwice(t) })
+	t.Run("tls", func(t *testing.T) { testLateCopiesNeverRunTwice(t, erpc.WithTLS(newTestPKI(t).bothTLS())) })
+}
+
+func testLateCopiesNeverRunTwice(t *testing.T, opts ...erpc.Option) {
 	checkLeaks(t)
 	net := memnet.NewNetwork(7, memnet.LinkConfig{Dup: 0.2, Reorder: 0.3, ReorderDelay: 300 * time.Millisecond,
 		Delay: 20 * time.Microsecond})
@@ -79,8 +85,8 @@ func TestLateCopiesNeverRunTwice(t *testing.T) {
 		runs[binary.LittleEndian.Uint64(req)]++
 		mu.Unlock()
 		return req, nil
-	}))
-	cli := n.Listen(t, nil)
+	}), opts...)
+	cli := n.Listen(t, nil, opts...)
 	const sessions = 200
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)

@@ -192,16 +192,23 @@
 //
 // # Security
 //
-// There is no encryption or authentication of sessions yet: session tokens
-// travel in clear, so an attacker who reads the traffic can read every
-// request and response, forge requests, end sessions, and make a handler
-// run twice; so can one who has read a session's token and sends from its
-// client's IP (a neighbour behind the same NAT). The random tokens stop
-// blind, off-path spoofing only; a few checks make the rest harder, none
-// makes it impossible (internal/wire's doc, Threat model). A shared-memory
-// peer is treated as hostile and known by what the kernel vouches for
-// (SO_PEERCRED), never by what it claims. Run erpc on a trusted network,
-// or inside an encrypted overlay, until TLS lands.
+// WithTLS makes sessions TLS 1.3 sessions: crypto/tls's handshake over
+// erpc's datagrams, then every packet, header and payload, encrypted and
+// authenticated with the negotiated AEAD, with a replay window and key
+// updates; a packet that fails to open is dropped, counted and never
+// answered, and a server session takes packets only from the TLS
+// association that made it. A failed handshake fails Dial at once with
+// Unauthenticated, naming the reason. It does not hide traffic patterns
+// (sizes, timing, who talks to whom), nor stand against a compromised
+// host (tls_options.go has the details). Without TLS there is no
+// encryption or authentication: session tokens travel in clear, so an
+// attacker who reads the traffic can read every request and response,
+// forge requests, end sessions, and make a handler run twice; so can one
+// who has read a session's token and sends from its client's IP (a
+// neighbour behind the same NAT). The random tokens stop blind, off-path
+// spoofing only (internal/wire's doc, Threat model). A shared-memory peer
+// is treated as hostile and known by what the kernel vouches for
+// (SO_PEERCRED), never by what it claims.
 //
 // # Limitations
 //
@@ -274,7 +281,12 @@
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
-//   - Security: tls_options.go (WithTLS, Insecure).
+//   - Security: tls_options.go (WithTLS, Insecure), tls_layer.go (an
+//     endpoint's TLS associations: routing protected packets by ID,
+//     handshakes, refusals), tls_send.go (sealing what the engine
+//     sends), tls_async.go (handshake steps off the loop);
+//     internal/secure (one association's handshake, sans-I/O),
+//     internal/seal (the protected packet format).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,

@@ -15,6 +15,7 @@ import (
 	"github.com/erpc-go/erpc"
 	"github.com/erpc-go/erpc/internal/wire"
 	"github.com/erpc-go/erpc/transport"
+	"github.com/erpc-go/erpc/transport/rpctest"
 	"github.com/erpc-go/erpc/transport/udp"
 )
 
@@ -60,13 +61,13 @@ func (r *recorder) take() (sent, recv [][]byte) {
 	return sent, recv
 }
 
-func recordingEndpoint(t *testing.T) (*erpc.Endpoint, *recorder) {
+func recordingEndpoint(t *testing.T, opts ...erpc.Option) (*erpc.Endpoint, *recorder) {
 	tr, err := udp.Listen("127.0.0.1:0", udp.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rec := &recorder{Transport: tr, on: true}
-	return listenT(t, nil, "", erpc.WithTransport(rec)), rec
+	return listenT(t, nil, "", append(opts, erpc.WithTransport(rec))...), rec
 }
 
 // connectPacket is a connect for client session num with token, as the
@@ -128,18 +129,31 @@ func (e errFromString) Error() string { return string(e) }
 // client's (or server's) address, while a legitimate client makes calls
 // on a new session that reuses the finished one's number. No panic; every
 // legitimate call succeeds with its own bytes; no handler runs twice.
+// The TLS variant runs the same attack on TLS endpoints: every hostile
+// datagram is then dropped before the engine sees it, and counted.
 func TestHostileSender(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { testHostileSender(t, nil) })
+	t.Run("tls", func(t *testing.T) { testHostileSender(t, newTestPKI(t)) })
+}
+
+func testHostileSender(t *testing.T, pki *testPKI) {
 	checkLeaks(t)
 	sp := newSpoofer(t)
 	var mu sync.Mutex
 	runs := map[uint64]int{}
-	srv := udpNet{}.Listen(t, serverWith(t, "Tag", func(_ context.Context, req []byte) ([]byte, error) {
+	var srvNet rpctest.Net = udpNet{}
+	var cliOpts []erpc.Option
+	if pki != nil {
+		srvNet = tlsNet{udpNet{}, pki}
+		cliOpts = append(cliOpts, erpc.WithTLS(pki.clientTLS()))
+	}
+	srv := srvNet.Listen(t, serverWith(t, "Tag", func(_ context.Context, req []byte) ([]byte, error) {
 		mu.Lock()
 		runs[binary.LittleEndian.Uint64(req)]++
 		mu.Unlock()
 		return req, nil
 	}))
-	cli, rec := recordingEndpoint(t)
+	cli, rec := recordingEndpoint(t, cliOpts...)
 	tag := atomic.Uint64{}
 	calls := func(s *erpc.Session, goroutines, n int) {
 		var wg sync.WaitGroup
@@ -256,6 +270,14 @@ func TestHostileSender(t *testing.T) {
 		t.Errorf("%d requests ran, %d calls succeeded", len(runs), tag.Load())
 	}
 	st := srv.Stats()
+	if pki != nil {
+		if forged.Load() < 1000 || st.TLSOpenFailures == 0 || st.TLSReplays == 0 || st.TLSPlaintextDropped == 0 {
+			t.Fatalf("the hostile traffic did not arrive: %d datagrams forged; server %+v", forged.Load(), st)
+		}
+		t.Logf("%d hostile datagrams; server dropped %d failing to open, %d replays, %d plaintext, %d for no association",
+			forged.Load(), st.TLSOpenFailures, st.TLSReplays, st.TLSPlaintextDropped, st.TLSUnknownAssoc)
+		return
+	}
 	if forged.Load() < 1000 || st.DropMalformed == 0 || st.DropUnknownSession == 0 {
 		t.Fatalf("the hostile traffic did not arrive: %d datagrams forged; server %+v", forged.Load(), st)
 	}

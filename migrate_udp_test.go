@@ -96,11 +96,21 @@ func (r *rebindingRelay) close() {
 // ms while eight callers call a handler that counts its executions per
 // request id, a few of them slower than the rebinding period. No request
 // runs twice, and since the server follows the client (migration), every
-// call succeeds.
+// call succeeds. The TLS variant does the same on TLS endpoints: the
+// association is found by its ID, whatever the address, and the engine's
+// challenge still decides when the session moves.
 func TestAddressChangeUDP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for about three seconds")
 	}
+	t.Run("plaintext", func(t *testing.T) { testAddressChangeUDP(t, nil, nil) })
+	t.Run("tls", func(t *testing.T) {
+		pki := newTestPKI(t)
+		testAddressChangeUDP(t, erpc.WithTLS(pki.serverTLS()), erpc.WithTLS(pki.clientTLS()))
+	})
+}
+
+func testAddressChangeUDP(t *testing.T, srvTLS, cliTLS erpc.Option) {
 	checkLeaks(t)
 	var mu sync.Mutex
 	runs := map[uint64]int{}
@@ -118,10 +128,14 @@ func TestAddressChangeUDP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sep := listenT(t, srv, "127.0.0.1:0")
+	var srvOpts, cliOpts []erpc.Option
+	if srvTLS != nil {
+		srvOpts, cliOpts = append(srvOpts, srvTLS), append(cliOpts, cliTLS)
+	}
+	sep := listenT(t, srv, "127.0.0.1:0", srvOpts...)
 	relay := newRebindingRelay(t, net.UDPAddrFromAddrPort(sep.Addr()))
 	defer relay.close()
-	cep := listenT(t, nil, "127.0.0.1:0")
+	cep := listenT(t, nil, "127.0.0.1:0", cliOpts...)
 	s, err := cep.Dial(context.Background(), relay.front.LocalAddr().String())
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +206,9 @@ func TestAddressChangeUDP(t *testing.T) {
 		ok.Load(), failed.Load(), twice, relay.moves.Load(), st.Migrations, st.PathChallenges, st.DropUnvalidated)
 	if relay.moves.Load() < 5 || st.Migrations == 0 {
 		t.Fatalf("%d address changes and %d migrations: the test did not move the client", relay.moves.Load(), st.Migrations)
+	}
+	if srvTLS != nil && st.TLSHandshakes != 1 {
+		t.Fatalf("%d TLS handshakes on the server, want 1: the session did not keep its association", st.TLSHandshakes)
 	}
 	if twice > 0 || failed.Load() > 0 {
 		t.Fatalf("%d requests ran twice, %d calls failed", twice, failed.Load())

@@ -19,8 +19,14 @@ import (
 // server streams at once on one session, with small windows and
 // messages of one to many packets. Every message arrives exactly once
 // and in order, both ways, every stream ends with its status, and each
-// NewStream runs its handler once.
+// NewStream runs its handler once. The TLS variant runs it all with
+// every packet sealed.
 func TestStreamsUnderFaults(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { testStreamsUnderFaults(t) })
+	t.Run("tls", func(t *testing.T) { testStreamsUnderFaults(t, erpc.WithTLS(newTestPKI(t).bothTLS())) })
+}
+
+func testStreamsUnderFaults(t *testing.T, opts ...erpc.Option) {
 	checkLeaks(t)
 	seeds := 5
 	if testing.Short() {
@@ -28,7 +34,7 @@ func TestStreamsUnderFaults(t *testing.T) {
 	}
 	var lost, dup, reordered uint64
 	for seed := range uint64(seeds) {
-		st := runStreamsUnderFaults(t, seed)
+		st := runStreamsUnderFaults(t, seed, opts...)
 		lost, dup, reordered = lost+st.Lost, dup+st.Duplicated, reordered+st.Reordered
 	}
 	if lost == 0 || dup == 0 || reordered == 0 {
@@ -36,7 +42,7 @@ func TestStreamsUnderFaults(t *testing.T) {
 	}
 }
 
-func runStreamsUnderFaults(t *testing.T, seed uint64) memnet.Stats {
+func runStreamsUnderFaults(t *testing.T, seed uint64, opts ...erpc.Option) memnet.Stats {
 	net := memnet.NewNetwork(seed+100, memnet.LinkConfig{Loss: 0.03, Dup: 0.03, Reorder: 0.05,
 		ReorderDelay: 300 * time.Microsecond})
 	n := &memNet{net}
@@ -82,7 +88,7 @@ func runStreamsUnderFaults(t *testing.T, seed uint64) memnet.Stats {
 		}
 		return nil
 	}))
-	_, sess := streamPair(t, n, srv)
+	_, sess := streamPair(t, n, srv, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -18,6 +18,9 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
+	if s != nil && s.c != nil && s.token == h.Token && e.wrongTag(s) {
+		return
+	}
 	if s == nil || s.c == nil || !s.accepts(from, h) {
 		if !e.answerAbandoned(now, from, h, payload) {
 			e.stats.DropUnknownSession++
@@ -245,6 +248,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	case wire.CodeRetry:
 		e.onRetry(now, s, payload)
 		return
+	case wire.CodeTLSRequired:
+		e.endSession(now, s, ErrTLSRequired)
+		return
 	default:
 		e.endSession(now, s, ErrRefused)
 		return
@@ -281,7 +287,7 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 		cs.rtt.sample(rtt)
 		cs.cc.ObserveBase(int64(now), rtt, 0)
 	}
-	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer})
+	e.emitEvent(Event{Type: EventSessionUp, Session: s.id(), Peer: s.peer, SessionTag: s.tag})
 	e.pump(now, s)
 	if h.Flags&wire.FlagConfirm != 0 && !cs.busy() {
 		// The server reaps the session unless a packet with its token

@@ -159,6 +159,13 @@
 //     sessions idle beyond IdleTimeout, and a best-effort notice to
 //     clients when the server ends sessions itself. eRPC's failure
 //     handling was disabled in its tree.
+//   - Driver tags (ReceiveTagged, ConnectTagged): a driver that knows
+//     more of a packet's origin than its address (the endpoint's TLS
+//     association) tags it; a session is bound to the tag of the packet
+//     that made it, drops packets under any other (Stats.DropWrongTag),
+//     and every packet it sends carries its tag (Packet.Tag). So one
+//     authenticated peer that learned another's token cannot reach its
+//     session.
 //   - No TX DMA flush: the transports copy a datagram before Send returns
 //     (the kernel, or the shared-memory ring), and a completed call's
 //     packets still queued are withdrawn, so a request buffer goes back to

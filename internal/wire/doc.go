@@ -151,9 +151,25 @@
 // are retransmitted and are bounded by the session's maximum message size
 // as the message is. A response without metadata costs nothing extra.
 //
+// # Protected packets (TLS)
+//
+// An endpoint with TLS (erpc.WithTLS) never sends these packets in the
+// clear: each travels inside a protected packet (first byte 0xE9, not
+// this format's 0xE7) whose layout, keys, nonces, replay window and key
+// update internal/seal's doc describes; the handshake's own packets are
+// internal/secure's. The engine sees only packets that opened, each
+// tagged with its TLS association, and a session answers only its own
+// association's packets. Two plaintext connect-acks are the exception,
+// both refusals that can only make a dial fail: [CodeTLSRequired], a TLS
+// endpoint's answer to a plaintext connect, and [CodeTLSUnsupported], a
+// plaintext endpoint's answer to a protected Initial packet, whose ReqNum
+// echoes that packet's destination ID.
+//
 // # Threat model
 //
-// erpc-go does not encrypt or authenticate its packets yet. Tokens and
+// This section is about plaintext sessions (with TLS, see erpc.WithTLS:
+// what is protected, and what is not). Such sessions are neither
+// encrypted nor authenticated. Tokens and
 // nonces travel in clear, so an attacker that reads a session's packets
 // can forge any of them: run requests, end the session, move it to an
 // address of its own, or forge a reset that makes the client send again a
