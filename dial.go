@@ -63,9 +63,13 @@ func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	return ep.dialResolved(ctx, target, addrs)
 }
 
-// dialResolved dials target at addrs, unless ctx ended as the look-up
-// answered: then nothing is sent.
+// dialResolved dials target at addrs, unless the plaintext policy refuses
+// them (tls_policy.go) or ctx ended as the look-up answered: then nothing
+// is sent.
 func (ep *Endpoint) dialResolved(ctx context.Context, target string, addrs []netip.AddrPort) (*Session, error) {
+	if err := ep.checkDialPolicy(target, addrs); err != nil {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		e := contextError(ctx)
 		e.Msg += fmt.Sprintf(": dial %q: nothing sent", target)

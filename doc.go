@@ -11,16 +11,28 @@
 //	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
 //		return req, nil
 //	})
-//	ep, err := srv.Listen("0.0.0.0:31850")
+//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithTLS(serverTLS))
 //	if err != nil { ... }
 //	defer ep.Close()
 //
 // A client dials a session and calls:
 //
-//	s, err := erpc.Dial(ctx, "10.0.0.1:31850")
+//	s, err := erpc.Dial(ctx, "10.0.0.1:31850", erpc.WithTLS(clientTLS))
 //	if err != nil { ... }
 //	defer s.Close()
 //	resp, err := s.Call(ctx, "Echo", []byte("hi"), nil)
+//
+// A session that could leave the host is never plaintext by accident:
+// serving on an address other hosts can reach (a wildcard such as
+// "0.0.0.0:31850" or ":31850", an interface's address, a name with such
+// an address) and dialing an address of another host need WithTLS, or
+// Insecure to run plaintext on purpose; without either they fail with
+// InvalidArgument naming both. Loopback ("127.0.0.1", "[::1]",
+// "localhost"), mem:// and shm:// need neither. A client-only endpoint
+// (Listen) accepts no sessions, so only its dials are checked; nor is
+// Listen with WithTransport. An endpoint's choice holds for all its
+// sessions: a wildcard endpoint with Insecure is plaintext to every peer,
+// with WithTLS it is TLS to every peer, loopback ones included.
 //
 // A target's host may be a name ("db.internal:31850"), looked up with the
 // dial's context, whose addresses are tried in turn, or an IPv4 or IPv6
@@ -269,7 +281,8 @@
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
-//   - Security: tls_options.go (WithTLS, Insecure).
+//   - Security: tls_options.go (WithTLS, Insecure), tls_policy.go (which
+//     addresses need one of them).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,

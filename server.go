@@ -18,7 +18,7 @@ import (
 //	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
 //		return req, nil
 //	})
-//	ep, err := srv.Listen("0.0.0.0:31850")
+//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithTLS(cfg)) // or erpc.Insecure(): see tls_policy.go
 type Server struct {
 	mu           sync.Mutex
 	table        *handlerTable // replaced, never changed, once serving

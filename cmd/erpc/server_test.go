@@ -122,7 +122,7 @@ func serveForTest(mode string) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	ep, err := srv.Listen(listen)
+	ep, err := srv.Listen(listen, erpc.Insecure()) // a wildcard in TestTargetForms: plaintext on purpose
 	check(err)
 	fmt.Println(ep.Target())
 	io.Copy(io.Discard, os.Stdin) // until the test closes it

@@ -26,9 +26,12 @@ var memSeq atomic.Int64
 // defaultCredits is erpc's default credits per session (WithCredits).
 const defaultCredits = 32
 
-// ErpcOptions are the endpoint options both sides share.
+// ErpcOptions are the endpoint options both sides share. The plaintext
+// system is plaintext on purpose (erpc.Insecure): its testbeds serve and
+// dial namespace addresses, which the plaintext policy would otherwise
+// refuse; erpc-tls adds WithTLS, which replaces it.
 func ErpcOptions(busy bool, window int) []erpc.Option {
-	var o []erpc.Option
+	o := []erpc.Option{erpc.Insecure()}
 	if busy {
 		o = append(o, erpc.WithBusyPoll(busySpin))
 	}
