@@ -180,7 +180,11 @@
 // wrap Handle and Register handlers and Call and Invoke calls, as gRPC's
 // unary interceptors do. Metadata travels beside a request:
 // NewOutgoingContext or AppendToOutgoingContext on the caller's context,
-// IncomingMetadata and PeerFromContext in the handler's. A StatsHandler
+// IncomingMetadata and PeerFromContext in the handler's. PeerAuthFromContext
+// (or Request.PeerAuth) is what is known for certain of the caller, for
+// interceptors that authorize: its TLS state and SPIFFE ID, or, over
+// shm, its process's pid, uid and gid as the kernel gives them;
+// Session.PeerAuth is the server's, as the client verified it. A StatsHandler
 // (WithStatsHandler) sees every call, the raw path's too, and every
 // session; contrib/otel and contrib/prometheus are built on it. Package
 // health serves erpc.health.v1, package reflection lets the erpc command
@@ -282,7 +286,8 @@
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
 //   - Security: tls_options.go (WithTLS, Insecure), tls_policy.go (which
-//     addresses need one of them).
+//     addresses need one of them), peerauth.go (PeerAuth: what is known
+//     for certain of a session's peer).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,
