@@ -163,6 +163,7 @@ type ErpcClient struct {
 	Target   string
 	sessions []*erpc.Session
 	Async    bool
+	opts     []erpc.Option // the endpoint's, for Handshake's endpoints
 }
 
 func newErpcClient(srvAddr, transport string, opts []erpc.Option, loss float64, async bool) (*ErpcClient, error) {
@@ -171,7 +172,7 @@ func newErpcClient(srvAddr, transport string, opts []erpc.Option, loss float64, 
 	if err != nil {
 		return nil, fmt.Errorf("erpc.Listen(%q): %w", laddr, err)
 	}
-	c := &ErpcClient{Ep: ep, Target: srvAddr, Async: async}
+	c := &ErpcClient{Ep: ep, Target: srvAddr, Async: async, opts: opts}
 	if err := c.EnsureSessions(1); err != nil {
 		ep.Close()
 		return nil, err
