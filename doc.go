@@ -285,9 +285,13 @@
 //     gRPC nor protobuf), notexecuted.go (NotExecuted, the never-ran
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
-//   - Security: tls_options.go (WithTLS, Insecure), tls_policy.go (which
-//     addresses need one of them), peerauth.go (PeerAuth: what is known
-//     for certain of a session's peer).
+//   - Security: tls_options.go (WithTLS, Insecure), tls_layer.go (an
+//     endpoint's TLS associations: routing protected packets by ID,
+//     handshakes, refusals), tls_send.go (sealing what the engine
+//     sends); internal/secure (one association's handshake, sans-I/O),
+//     internal/seal (the protected packet format); tls_policy.go (which
+//     addresses need WithTLS or Insecure), peerauth.go (PeerAuth: what
+//     is known for certain of a session's peer).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/seal"
 	"github.com/erpc-go/erpc/internal/wire"
 	"github.com/erpc-go/erpc/transport"
 	"github.com/erpc-go/erpc/transport/memnet"
@@ -49,7 +50,13 @@ type Endpoint struct {
 	watch   loopWatch // read by other goroutines: is the loop in user code, since when, which
 	streams streamHub // the streams served and opened here (stream_hub.go); the loop's, but its counters
 	// Owned by the loop.
-	loop loopState
+	loop  loopState
+	sec   *tlsLayer           // WithTLS: the associations (tls_layer.go); nil for plaintext
+	extra []transport.Message // datagrams to send besides the engine's: handshakes, refusals
+	// tlsForceUpdate makes the next flush update every association's
+	// sending key (a test's hook: key updates are due only after 2^22
+	// packets).
+	tlsForceUpdate bool
 }
 
 const (
@@ -183,6 +190,11 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 	}
 	// The wire format carries at most 64 KiB of data per packet.
 	cfg.MaxPacketSize = min(cfg.MaxPacketSize, tr.MaxDatagram(), wire.HeaderLen+0xFFFF)
+	var sec *tlsLayer
+	if o.tlsConfig != nil { // every packet grows by the protection's overhead
+		sec = newTLSLayer(&o, cfg.MaxPacketSize)
+		cfg.MaxPacketSize -= seal.Overhead
+	}
 	cfg.NotServing = handlers == nil
 	if cfg.Uncongested == nil {
 		cfg.Uncongested = uncongested(tr)
@@ -206,6 +218,7 @@ func newEndpoint(tr transport.Transport, scheme string, srv *Server, o options) 
 		handlers:        handlers,
 		loopDone:        make(chan struct{}),
 		clientIntercept: chainClient(o.clientInterceptors),
+		sec:             sec,
 	}
 	ep.workers = newWorkerPool(ep, &o)
 	ep.loop.init(handlers)
@@ -377,18 +390,27 @@ func (ep *Endpoint) drained(self bool) bool {
 // endpoint's own loop it reads them directly.
 func (ep *Endpoint) Stats() Stats {
 	if g, ok := ep.pinLoop(); ok {
-		st := statsFrom(ep.eng.StatsAt(ep.now()))
+		st := statsFrom(ep.engineStats())
 		ep.unpinLoop(g)
 		return st
 	}
 	reply := make(chan proto.Stats, 1)
-	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.eng.StatsAt(ep.now()) }})
+	ep.post(command{kind: cmdFunc, fn: func() { reply <- ep.engineStats() }})
 	select {
 	case st := <-reply:
 		return statsFrom(st)
 	case <-ep.loopDone:
 		return Stats{}
 	}
+}
+
+// engineStats is the engine's counters with the TLS layer's (on the loop).
+func (ep *Endpoint) engineStats() proto.Stats {
+	st := ep.eng.StatsAt(ep.now())
+	if ep.sec != nil {
+		ep.sec.statsInto(&st)
+	}
+	return st
 }
 
 // errClosed is the error of calls on a closed endpoint; errCallClosed,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
+	"github.com/erpc-go/erpc/internal/seal"
 	"github.com/erpc-go/erpc/transport"
 )
 
@@ -47,7 +48,18 @@ func (l *loopState) init(handlers *handlerTable) {
 // idle.
 func (ep *Endpoint) run() {
 	ep.watch.gid.Store(goroutineID())
-	ep.loop.onDatagram = func(from netip.AddrPort, data []byte) { ep.eng.Receive(ep.loop.now, from, data) }
+	switch {
+	case ep.sec != nil:
+		ep.loop.onDatagram = ep.tlsReceive
+	default:
+		ep.loop.onDatagram = func(from netip.AddrPort, data []byte) {
+			if seal.IsSealed(data) { // a TLS client: tell it this endpoint does not speak TLS
+				ep.plainRefuseTLS(from, data)
+				return
+			}
+			ep.eng.Receive(ep.loop.now, from, data)
+		}
+	}
 	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
 	ep.loop.poller, ep.loop.pollReadsClock = pollerOf(ep.tr, ep.opts.busyPoll)
 	ep.loop.watcher, _ = ep.tr.(transport.PeerWatcher)
@@ -300,13 +312,21 @@ func (ep *Endpoint) flush(now proto.Time) (sent bool) {
 		ep.process(now)
 	}
 	pkts := ep.eng.Outgoing(now)
-	if len(pkts) == 0 {
+	if len(pkts) == 0 && len(ep.extra) == 0 {
 		return false
 	}
 	msgs := ep.loop.msgs[:0]
-	for i := range pkts {
-		p := &pkts[i]
-		msgs = append(msgs, transport.Message{To: p.To, Head: p.Head(), Payload: p.Payload, Path: p.Path})
+	if ep.sec != nil {
+		msgs = ep.tlsSeal(now, pkts, msgs)
+	} else {
+		for i := range pkts {
+			p := &pkts[i]
+			msgs = append(msgs, transport.Message{To: p.To, Head: p.Head(), Payload: p.Payload, Path: p.Path})
+		}
+	}
+	if len(ep.extra) > 0 { // handshakes and refusals, ahead of what they make way for
+		msgs = append(ep.extra, msgs...)
+		ep.extra = nil
 	}
 	if err := ep.tr.Send(msgs); err != nil && err != transport.ErrTooLarge {
 		if ep.closeErr == nil && ep.state.Load() != stateClosed {

@@ -44,6 +44,7 @@ type options struct {
 
 	tlsConfig *tls.Config // WithTLS (tls_options.go)
 	insecure  bool        // Insecure
+	tlsSet    bool        // WithTLS was given (with a nil config, checkTLS refuses it)
 }
 
 func defaultOptions() options {

@@ -80,5 +80,5 @@ func (o *options) check() *Error {
 	if o.dispatch != DispatchShared && o.dispatch != DispatchHash {
 		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("WithDispatch(%d) is out of range: want DispatchShared or DispatchHash", o.dispatch)}
 	}
-	return nil
+	return o.checkTLS()
 }

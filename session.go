@@ -44,7 +44,9 @@ type Session struct {
 
 	// Owned by the loop.
 	sid         proto.SessionID
-	live        bool // an engine session exists (connecting or up)
+	tag         uint64 // WithTLS: the engine session's association ID
+	tlsErr      *Error // WithTLS: why the engine session's handshake failed
+	live        bool   // an engine session exists (connecting or up)
 	failures    int
 	lastErr     error
 	nextAttempt proto.Time
@@ -90,7 +92,18 @@ func (s *Session) Close() error {
 
 // connect opens an engine session to the server (on the loop).
 func (s *Session) connect(now proto.Time) {
-	s.sid = s.ep.eng.Connect(now, s.addr)
+	s.tag, s.tlsErr = 0, nil
+	if s.ep.sec != nil {
+		tag, err := s.ep.sec.dial(now, s)
+		if err != nil { // cannot happen with a checked config; fail the session as a refusal would
+			s.tlsErr = &Error{Code: Unauthenticated, Msg: "TLS: " + err.Error(), Cause: err}
+		}
+		s.tag = tag
+	}
+	s.sid = s.ep.eng.ConnectTagged(now, s.addr, s.tag)
+	if s.tlsErr != nil {
+		_ = s.ep.eng.Close(now, s.sid)
+	}
 	s.live = true
 	s.ep.loop.sessions[s.sid] = s
 }
@@ -131,7 +144,15 @@ func (s *Session) onDown(now proto.Time, err error) {
 		d = d/2 + rand.N(d)
 		s.nextAttempt = now.Add(d)
 	}
+	if s.tlsErr != nil {
+		s.lastErr = s.tlsErr
+	}
 	s.firstOnce.Do(func() {
+		if s.tlsErr != nil {
+			s.firstErr = s.tlsErr
+			close(s.first)
+			return
+		}
 		e := engineError(err)
 		msg := e.Msg
 		switch {

@@ -42,6 +42,20 @@ type Stats struct {
 	// InvalidArgument, unrun) and responses' (the call failed with
 	// DataLoss).
 	MalformedMetadata uint64
+	// DropWrongTag counts packets naming a session that came through
+	// another TLS association than the one that made it: a peer that
+	// learned another's session token. Dropped, unanswered.
+	DropWrongTag uint64
+
+	// TLS (WithTLS); zero without it. A protected packet that fails to
+	// open is dropped, never answered.
+	TLSHandshakes        uint64 // associations whose handshake completed
+	TLSHandshakeFailures uint64 // handshakes that failed (an untrusted peer, a TLS alert)
+	TLSOpenFailures      uint64 // protected packets that failed to authenticate, or under keys no longer held
+	TLSReplays           uint64 // protected packets seen already, or older than the replay window
+	TLSPlaintextDropped  uint64 // plaintext erpc packets received on a TLS endpoint
+	TLSUnknownAssoc      uint64 // protected packets for no association of this endpoint
+	TLSKeyUpdates        uint64 // key updates started or followed
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in
 	// the last complete second.

@@ -202,6 +202,8 @@ func engineStatus(err error) *Error {
 		return &Error{Code: ResourceExhausted, Msg: "the server refused the request: it holds all the requests it can (retry later)", Cause: err}
 	case errors.Is(err, proto.ErrCanceled):
 		return &Error{Code: Canceled, Msg: "call canceled", Cause: context.Canceled}
+	case errors.Is(err, proto.ErrTLSRequired):
+		return &Error{Code: Unauthenticated, Msg: err.Error(), Cause: err}
 	case errors.Is(err, proto.ErrNotServing):
 		return &Error{Code: Unimplemented, Msg: err.Error(), Cause: err}
 	}

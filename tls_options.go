@@ -1,13 +1,43 @@
 package erpc
 
-import "crypto/tls"
+import (
+	"crypto/tls"
+	"errors"
 
-// WithTLS makes the endpoint's sessions TLS 1.3 sessions: the handshake
-// is crypto/tls's, run over erpc's datagrams, and every packet after it is
-// sealed with the negotiated AEAD. cfg gives certificates, roots, server
-// name, client authentication and verification, as for any crypto/tls
-// connection; it must not be modified after the call. (Issue 30: in
-// progress.)
+	"github.com/erpc-go/erpc/internal/secure"
+)
+
+// WithTLS makes the endpoint's sessions TLS 1.3 sessions, both the ones
+// it dials and the ones it serves: the handshake is crypto/tls's (through
+// its QUIC interface), run over erpc's own datagrams, and every packet
+// after it is sealed with the negotiated AEAD (AES-128-GCM or
+// AES-256-GCM; internal/seal's doc has the format). cfg gives
+// certificates, roots, the server name (Dial uses the target's host when
+// it is empty), client authentication (ClientAuth, ClientCAs) and custom
+// verification, as for any crypto/tls connection; it is cloned, so later
+// changes to it do not count. Its NextProtos must be empty or include
+// erpc's ALPN, "erpc/1": both sides require it. A Listen or Dial whose
+// cfg is nil, or names other protocols only, fails with InvalidArgument.
+//
+// What it protects: every erpc packet after the handshake, header and
+// payload, is encrypted and authenticated, under keys only the two ends
+// have; the short outer header (an association ID, a packet number, the
+// level and key phase) is authenticated, not encrypted. A packet that
+// fails to open (forged, corrupted, replayed, under a key given up) is
+// dropped, counted (Stats.TLSOpenFailures, TLSReplays) and never
+// answered; a server session answers only the association that made it
+// (Stats.DropWrongTag). Resets, NACKs and connect-acks are sealed like
+// the rest. What it does not: traffic analysis (who talks to whom, the
+// sizes and timing of packets), denial of service by whoever can drop or
+// forge packets on the path (a forged refusal can make a dial fail, never
+// make it plaintext), and a compromised host.
+//
+// A handshake that fails (an untrusted or misnamed certificate, a client
+// certificate missing or untrusted under RequireAndVerifyClientCert, a
+// peer without TLS) fails Dial within about a round trip with
+// Unauthenticated, naming the reason; the peer is told with the TLS
+// alert. Keys are updated every 2^22 packets. Session resumption and
+// 0-RTT are not supported: every handshake is a full one.
 //
 // WithTLS or Insecure is required to serve on an address other hosts can
 // reach (a wildcard, "0.0.0.0:p", "[::]:p" or ":p", an interface's
@@ -17,7 +47,7 @@ import "crypto/tls"
 // need neither. The choice is the endpoint's, for all its sessions: on a
 // wildcard, WithTLS makes sessions with loopback peers TLS too.
 func WithTLS(cfg *tls.Config) Option {
-	return func(o *options) { o.tlsConfig = cfg; o.insecure = false }
+	return func(o *options) { o.tlsConfig = cfg; o.insecure = false; o.tlsSet = true }
 }
 
 // Insecure makes the endpoint's sessions plaintext explicitly: packets are
@@ -26,7 +56,22 @@ func WithTLS(cfg *tls.Config) Option {
 // plaintext (see WithTLS): on a wildcard listen ("0.0.0.0:p", "[::]:p",
 // ":p") every session is plaintext, whichever interface its peer comes
 // from. Use it on networks you trust, or inside an encrypted overlay.
-// (Issue 30: in progress.)
 func Insecure() Option {
-	return func(o *options) { o.insecure = true; o.tlsConfig = nil }
+	return func(o *options) { o.insecure = true; o.tlsConfig = nil; o.tlsSet = false }
+}
+
+// checkTLS checks WithTLS's config and keeps the clone sessions use.
+func (o *options) checkTLS() *Error {
+	if !o.tlsSet {
+		return nil
+	}
+	if o.tlsConfig == nil {
+		return errTLSConfig(errors.New("a nil *tls.Config"))
+	}
+	c, err := secure.CheckConfig(o.tlsConfig)
+	if err != nil {
+		return errTLSConfig(err)
+	}
+	o.tlsConfig = c
+	return nil
 }

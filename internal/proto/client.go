@@ -11,8 +11,15 @@ import (
 // on it at once; they wait in the backlog until the handshake completes.
 // EventSessionUp or EventSessionDown reports the outcome.
 func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
+	return e.ConnectTagged(now, addr, 0)
+}
+
+// ConnectTagged is Connect for a driver that tags its datagrams
+// (ReceiveTagged): the session sends under tag and takes packets under
+// tag only.
+func (e *Engine) ConnectTagged(now Time, addr netip.AddrPort, tag uint64) SessionID {
 	e.touch(now)
-	s := &session{peer: addr, lastHeard: now}
+	s := &session{peer: addr, lastHeard: now, tag: tag}
 	s.c = &clientSide{
 		waitStart:  now,
 		connectDue: now.Add(e.cfg.FailureTimeout),
@@ -54,7 +61,7 @@ func (e *Engine) sendConnect(now Time, s *session) {
 	if s.c.hasCookie {
 		cookie = s.c.cookie[:]
 	}
-	e.emitConnect(s.peer, &h, &s.c.offer, cookie)
+	e.emitConnect(s.peer, &h, &s.c.offer, cookie, s.tag)
 	e.stats.ConnectsSent++
 	s.c.nextConnect = now.Add(e.cfg.ConnectRetry)
 	s.c.lastSent = now
@@ -143,7 +150,7 @@ func (e *Engine) sendCancel(now Time, s *session, i int) {
 	sl := &s.c.slots[i]
 	h := s.header(wire.TypeCancel, sl.reqNum)
 	h.TxSeq = s.c.nextSeq()
-	e.emit(s.peer, &h, nil)
+	e.emitFor(s, s.peer, &h, nil)
 	sl.cancelAt, sl.cancelSeq = now, h.TxSeq
 	s.c.lastSent = now
 }
@@ -161,7 +168,7 @@ func (e *Engine) Close(now Time, id SessionID) error {
 	switch {
 	case s.c != nil && s.up:
 		h := s.header(wire.TypeDisconnect, 0)
-		e.emit(s.peer, &h, nil)
+		e.emitFor(s, s.peer, &h, nil)
 	case s.c != nil:
 		e.abandonConnect(now, s)
 	case s.s != nil:

@@ -18,6 +18,9 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
+	if s != nil && s.c != nil && s.token == h.Token && e.wrongTag(s) {
+		return
+	}
 	if s == nil || s.c == nil || !s.accepts(from, h) {
 		if !e.answerAbandoned(now, from, h, payload) {
 			e.stats.DropUnknownSession++
@@ -244,6 +247,9 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 		return
 	case wire.CodeRetry:
 		e.onRetry(now, s, payload)
+		return
+	case wire.CodeTLSRequired:
+		e.endSession(now, s, ErrTLSRequired)
 		return
 	default:
 		e.endSession(now, s, ErrRefused)

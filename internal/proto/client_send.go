@@ -144,7 +144,7 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 			h.HoldMicros = wire.EncodeTimeout(d.Sub(now))
 		}
 	}
-	e.emitOnPath(s.peer, &h, payload)
+	e.emitOnPath(s, &h, payload)
 	if !cs.noCC {
 		cs.cc.OnSend(int64(now), wire.HeaderLen+len(payload), int(h.Path))
 	}
@@ -366,7 +366,7 @@ func (e *Engine) sendPing(now Time, s *session) {
 	cs.lastSent = now
 	h := s.header(wire.TypePing, 0)
 	h.TxSeq = cs.pingSeq
-	e.emit(s.peer, &h, nil)
+	e.emitFor(s, s.peer, &h, nil)
 	if cs.waitStart == Never {
 		cs.waitStart = now
 	}

@@ -72,8 +72,12 @@ type Engine struct {
 	cookies        cookieJar
 	nextCallID     CallID
 
-	hdr   wire.Header    // scratch for parsing
-	from  netip.AddrPort // the source of the packet being handled: replies go there
+	hdr  wire.Header    // scratch for parsing
+	from netip.AddrPort // the source of the packet being handled: replies go there
+	// rxTag is the tag the driver received the packet being handled
+	// under (ReceiveTagged), 0 outside Receive: a packet answering it
+	// that belongs to no session goes out under it.
+	rxTag uint64
 	stats Stats
 	nacks perSecond // NACKs sent, for Stats.NacksLastSecond
 	share shareMeter
@@ -136,20 +140,44 @@ func (e *Engine) touch(now Time) {
 // copies what it keeps. Malformed or unexpected datagrams are dropped and
 // counted in Stats, never answered with a panic.
 func (e *Engine) Receive(now Time, from netip.AddrPort, pkt []byte) {
+	e.ReceiveTagged(now, from, pkt, 0)
+}
+
+// ReceiveTagged is Receive for a driver that knows more about where a
+// datagram came from than its address: tag names it (a TLS association,
+// say; 0 for none). A server session keeps the tag of the connect that
+// made it and takes packets under that tag only; a client session, the
+// tag Connect was given. A packet under another tag is dropped
+// (Stats.DropWrongTag): with the tag an authenticated peer, one peer
+// cannot reach another's session even if it learns its token. Every
+// packet the engine sends carries its session's tag (Packet.Tag), or,
+// answering a packet of no session, that packet's.
+func (e *Engine) ReceiveTagged(now Time, from netip.AddrPort, pkt []byte, tag uint64) {
 	e.touch(now)
 	e.stats.PacketsIn++
 	e.from = from
+	e.rxTag = tag
 	h := &e.hdr
 	payload, err := h.Parse(pkt)
-	if err != nil {
+	switch {
+	case err != nil:
 		e.stats.DropMalformed++
-		return
-	}
-	if h.Type.FromClient() {
+	case h.Type.FromClient():
 		e.serverReceive(now, from, h, payload)
-	} else {
+	default:
 		e.clientReceive(now, from, h, payload)
 	}
+	e.rxTag = 0
+}
+
+// wrongTag reports (and counts) a packet for session s received under
+// another tag than s's.
+func (e *Engine) wrongTag(s *session) bool {
+	if s == nil || s.tag == e.rxTag {
+		return false
+	}
+	e.stats.DropWrongTag++
+	return true
 }
 
 // Tick runs the timers that are due: retransmissions, probes, connect
@@ -303,24 +331,33 @@ func (e *Engine) emit(to netip.AddrPort, h *wire.Header, payload []byte) {
 	e.fill(e.newPacket(), to, h, payload)
 }
 
+// emitFor queues a datagram of session s: it carries s's tag.
+func (e *Engine) emitFor(s *session, to netip.AddrPort, h *wire.Header, payload []byte) {
+	p := e.newPacket()
+	e.fill(p, to, h, payload)
+	p.Tag = s.tag
+}
+
 func (e *Engine) fill(p *Packet, to netip.AddrPort, h *wire.Header, payload []byte) {
-	p.To, p.Payload, p.headLen, p.Path = to, payload, wire.HeaderLen, 0
+	p.To, p.Payload, p.headLen, p.Path, p.Tag = to, payload, wire.HeaderLen, 0, e.rxTag
 	h.Put(p.head[:])
 	e.stats.PacketsOut++
 }
 
-// emitOnPath queues a client packet to go out on path h.Path.
-func (e *Engine) emitOnPath(to netip.AddrPort, h *wire.Header, payload []byte) {
+// emitOnPath queues a packet of client session s to go out on path
+// h.Path.
+func (e *Engine) emitOnPath(s *session, h *wire.Header, payload []byte) {
 	p := e.newPacket()
-	e.fill(p, to, h, payload)
-	p.Path = h.Path
+	e.fill(p, s.peer, h, payload)
+	p.Path, p.Tag = h.Path, s.tag
 }
 
 // emitConnect queues a connect or connect-ack with its payload inline, and
 // cookie, if any, as the packet's Payload: it must stay put until sent.
-func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect, cookie []byte) {
+// tag is the packet's Packet.Tag.
+func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect, cookie []byte, tag uint64) {
 	p := e.newPacket()
-	p.To, p.headLen, p.Payload = to, wire.HeaderLen+wire.ConnectLen, cookie
+	p.To, p.headLen, p.Payload, p.Tag = to, wire.HeaderLen+wire.ConnectLen, cookie, tag
 	h.Put(p.head[:])
 	c.Put(p.head[wire.HeaderLen:])
 	e.stats.PacketsOut++

@@ -38,6 +38,7 @@ var (
 	ErrTooMany        = errors.New("server refused the session: too many sessions")
 	ErrRefused        = errors.New("server refused the session parameters")
 	ErrNotServing     = errors.New("server refused the session: the endpoint serves no handlers")
+	ErrTLSRequired    = errors.New("server refused the session: this server requires TLS (dial with erpc.WithTLS)")
 	ErrServerIdle     = errors.New("session idle beyond the idle timeout")
 	ErrOverloaded     = errors.New("server overloaded: request refused (NACK)")
 	ErrCanceled       = errors.New("call canceled")
@@ -147,7 +148,11 @@ type Packet struct {
 	// 0, the endpoint's own address, unless the session sprays its
 	// packets over several paths (Config.Paths). Server replies are
 	// always 0: they go back to the port the client sent from.
-	Path    uint8
+	Path uint8
+	// Tag is the driver's tag (ReceiveTagged) of the session the packet
+	// belongs to, or of the packet it answers: the driver sends it the
+	// way that tag says (under that TLS association, say).
+	Tag     uint64
 	headLen uint8
 	head    [wire.HeaderLen + wire.ConnectLen]byte
 }

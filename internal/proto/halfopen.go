@@ -184,6 +184,6 @@ func (e *Engine) sendRetry(now Time, from netip.AddrPort, in *wire.Header, c *wi
 	e.cookieOut = append(e.cookieOut, ck[:]...)
 	h := wire.Header{Type: wire.TypeConnectAck, Code: wire.CodeRetry, Session: c.Session, Token: in.Token, TxSeq: in.TxSeq}
 	lim := offer(&e.cfg, 0, e.cfg.Window, e.cfg.Credits)
-	e.emitConnect(from, &h, &lim, e.cookieOut[at:len(e.cookieOut):len(e.cookieOut)])
+	e.emitConnect(from, &h, &lim, e.cookieOut[at:len(e.cookieOut):len(e.cookieOut)], e.rxTag)
 	e.stats.RetriesSent++
 }

@@ -110,7 +110,7 @@ func (e *Engine) onNewPath(now Time, from netip.AddrPort, s *session, in *wire.H
 	c.sent = now
 	p.sent, p.once, p.lastIP = now, true, to.Addr()
 	h := wire.Header{Type: wire.TypePathChallenge, Session: s.remote, ReqNum: c.nonce, TxSeq: seq, Path: path}
-	e.emit(to, &h, nil)
+	e.emitFor(s, to, &h, nil)
 	e.stats.PathChallenges++
 }
 
@@ -211,7 +211,7 @@ func (e *Engine) onPathChallenge(now Time, from netip.AddrPort, in *wire.Header)
 	if int(in.Path) < cs.paths {
 		h.Path = in.Path
 	}
-	e.emitOnPath(s.peer, &h, nil)
+	e.emitOnPath(s, &h, nil)
 	if j := cs.flight.find(in.TxSeq); j >= 0 && now >= cs.challengeOK {
 		cs.challengeOK = now.Add(challengeGap)
 		e.retransmit(now, s, j)

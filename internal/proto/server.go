@@ -239,7 +239,9 @@ func (e *Engine) Reject(now Time, h ReqHandle) error {
 	hdr := s.header(wire.TypeNack, sl.reqNum)
 	hdr.Code = sl.code
 	hdr.TxSeq, hdr.Path, hdr.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
-	e.fill(e.owedPacket(r), r.owedTo, &hdr, nil)
+	p := e.owedPacket(r)
+	e.fill(p, r.owedTo, &hdr, nil)
+	p.Tag = s.tag
 	e.stats.NacksSent++
 	e.nacks.add(now)
 	e.releaseRequest(r)
@@ -278,6 +280,7 @@ func (e *Engine) fillResp(p *Packet, to netip.AddrPort, s *session, sl *serverSl
 	h.Flags = shareFlag(s) | sl.flags
 	lo, hi := dataRange(idx, len(sl.resp), s.dpp)
 	e.fill(p, to, &h, sl.resp[lo:hi])
+	p.Tag = s.tag
 }
 
 // replyPending answers a delivered request's completing packet with a
@@ -288,7 +291,9 @@ func (e *Engine) replyPending(now Time, r *Request) {
 	h.Flags = wire.FlagPending | shareFlag(s)
 	h.PktIndex = r.owedIdx
 	h.TxSeq, h.Path, h.HoldMicros = r.owedSeq, r.owedPath, holdMicros(now, r.arrived)
-	e.fill(e.owedPacket(r), r.owedTo, &h, nil)
+	p := e.owedPacket(r)
+	e.fill(p, r.owedTo, &h, nil)
+	p.Tag = s.tag
 }
 
 // holdMicros is the time a reply was held at the server, for the client's
@@ -339,7 +344,7 @@ func (e *Engine) sendClosing(s *session) {
 	if !to.IsValid() { // never heard from since its connect
 		to = s.peer
 	}
-	e.emit(to, &h, nil)
+	e.emitFor(s, to, &h, nil)
 	e.stats.ResetsSent++
 }
 

@@ -16,6 +16,9 @@ func (e *Engine) serverReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		return
 	}
 	s := e.lookup(h.Session)
+	if s != nil && s.s != nil && s.token == h.Token && e.wrongTag(s) {
+		return // another association's packet: not even challenged
+	}
 	if s == nil || s.s == nil || !s.accepts(from, h) || h.Type == wire.TypePathResponse {
 		e.unaccepted(now, from, h, s)
 		return
@@ -68,7 +71,7 @@ func (e *Engine) reply(s *session, in *wire.Header, t wire.Type, flags wire.Flag
 	h := s.header(t, in.ReqNum)
 	h.Flags, h.Code = flags, code
 	h.ReqType, h.PktIndex, h.TxSeq, h.Path = in.ReqType, in.PktIndex, in.TxSeq, in.Path
-	e.emit(e.from, &h, nil)
+	e.emitFor(s, e.from, &h, nil)
 }
 
 // sendReset tells a client that this engine has no session matching its
@@ -185,7 +188,7 @@ func (e *Engine) sendNack(s *session, in *wire.Header, code uint8) {
 	if code == wire.CodeMsgTooLarge {
 		h.MsgSize = uint32(s.maxMsg)
 	}
-	e.emit(e.from, &h, nil)
+	e.emitFor(s, e.from, &h, nil)
 }
 
 // reassemble stores a request packet, in any order and any number of
@@ -273,6 +276,9 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 	}
 	key := peerKey{addr: from, num: c.Session, token: h.Token}
 	if s := e.byPeer[key]; s != nil { // our ack was lost, or this copy is late
+		if e.wrongTag(s) {
+			return
+		}
 		if !s.s.confirmed {
 			s.s.opened = now
 		}
@@ -289,7 +295,7 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 		e.refuse(from, h, c.Session, code)
 		return
 	}
-	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now}
+	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now, tag: e.rxTag}
 	credits := s.negotiate(&e.cfg, &c)
 	// No slots yet: they come at confirmation (establish), once the
 	// client has proven it receives at its address.
@@ -318,11 +324,11 @@ func (e *Engine) sendConnectAck(s *session, in *wire.Header) {
 	}
 	c := wire.Connect{Session: s.num, Window: uint16(s.window), Credits: uint16(s.s.credits),
 		MaxMsgSize: uint32(s.maxMsg), MaxData: uint16(s.dpp), Token: s.token}
-	e.emitConnect(s.peer, &h, &c, nil)
+	e.emitConnect(s.peer, &h, &c, nil, s.tag)
 }
 
 // refuse answers a connect with a refusal code.
 func (e *Engine) refuse(to netip.AddrPort, in *wire.Header, clientNum uint32, code uint8) {
 	h := wire.Header{Type: wire.TypeConnectAck, Code: code, Session: clientNum, Token: in.Token, TxSeq: in.TxSeq}
-	e.emitConnect(to, &h, &wire.Connect{}, nil)
+	e.emitConnect(to, &h, &wire.Connect{}, nil, e.rxTag)
 }

@@ -14,7 +14,8 @@ type session struct {
 	token     uint32 // ours, random: every packet addressed to us carries it
 	peerToken uint32 // the peer's: every packet we send carries it
 	peer      netip.AddrPort
-	up        bool // handshake done
+	up        bool   // handshake done
+	tag       uint64 // the driver's tag (ReceiveTagged): packets under another are not this session's
 
 	// Negotiated at connect.
 	window int

@@ -39,6 +39,20 @@ type Stats struct {
 	// carries the flag that says a message has them; its driver parses
 	// them and counts here (CountMalformedMetadata).
 	MalformedMetadata uint64
+	// DropWrongTag counts packets naming a session (its number and
+	// token) that came under another driver tag than the session's
+	// (ReceiveTagged): another TLS association's.
+	DropWrongTag uint64
+
+	// Counted by the driver's TLS layer, not the engine (the endpoint's
+	// WithTLS); zero without it.
+	TLSHandshakes        uint64 // associations whose handshake completed, both sides
+	TLSHandshakeFailures uint64 // handshakes that failed (an untrusted peer, a TLS alert)
+	TLSOpenFailures      uint64 // protected packets that failed to authenticate, or under keys no longer held: dropped unanswered
+	TLSReplays           uint64 // protected packets whose number was seen already or is older than the replay window
+	TLSPlaintextDropped  uint64 // plaintext erpc packets received by a TLS endpoint
+	TLSUnknownAssoc      uint64 // protected packets for no association of this endpoint
+	TLSKeyUpdates        uint64 // key updates this endpoint started or followed
 
 	// NacksLastSecond is how many NACKs the server sent in the last
 	// complete second of engine time (StatsAt only).

@@ -129,4 +129,14 @@ const (
 	// again with the cookie echoed, which the server accepts even under
 	// pressure (like QUIC's Retry and TCP's SYN cookies).
 	CodeRetry
+	// CodeTLSRequired refuses a plaintext connect: the server's endpoint
+	// speaks TLS only (erpc.WithTLS). Sent in the clear, as the connect
+	// came; it can only make a dial fail.
+	CodeTLSRequired
+	// CodeTLSUnsupported answers a protected (TLS) packet at a plaintext
+	// endpoint: a connect-ack in the clear whose ReqNum echoes the
+	// protected packet's destination ID (the client's chosen one, see
+	// internal/seal). The client fails that dial only: never falls back
+	// to plaintext.
+	CodeTLSUnsupported
 )
