@@ -82,11 +82,12 @@ func (s *Session) PeerAuth() PeerAuth {
 type peerAuthKey struct{}
 
 // peerAuthOf is what is known of the peer of engine session id at addr,
-// taken when it opens (server: accepted; client: up); nil when nothing
-// is, which requests of plaintext UDP sessions then carry for free.
-func (ep *Endpoint) peerAuthOf(id proto.SessionID, addr netip.AddrPort, server bool) *PeerAuth {
+// taken when it opens (a server session when accepted, s nil; a client
+// session s when up); nil when nothing is, which requests of plaintext
+// UDP sessions then carry for free.
+func (ep *Endpoint) peerAuthOf(id proto.SessionID, addr netip.AddrPort, s *Session) *PeerAuth {
 	var a PeerAuth
-	a.TLS = ep.tlsAuthOf(id, server)
+	a.TLS = ep.tlsAuthOf(id, s)
 	a.SPIFFEID = spiffeID(a.TLS)
 	if pc, ok := ep.tr.(transport.PeerCreder); ok {
 		if pid, uid, gid, ok := pc.PeerCreds(addr); ok {
@@ -99,15 +100,26 @@ func (ep *Endpoint) peerAuthOf(id proto.SessionID, addr netip.AddrPort, server b
 	return &a
 }
 
-// tlsAuthOf is the TLS state of engine session id once its handshake
-// has completed (server says which side of it this endpoint is), nil for
-// a plaintext session.
+// tlsAuthOf is the TLS state of engine session id, whose handshake has
+// completed: client session s's (its association is its tag), or, with s
+// nil, a server session's; nil for a plaintext session. It is taken once
+// per session (one allocation then, none per call).
 //
-// TLS HOOK (issue 30): the handshake's code fills this in; until then
-// every session is plaintext.
-func (ep *Endpoint) tlsAuthOf(id proto.SessionID, server bool) *tls.ConnectionState {
-	_, _ = id, server
-	return nil
+// TLS HOOK (issue 30), server side: a server session's association is
+// the tag of the packet that made it (proto's session.tag), which the
+// engine does not report yet; until it does (EventSessionAccepted's Tag,
+// or an accessor), a server session's TLS state is nil.
+func (ep *Endpoint) tlsAuthOf(id proto.SessionID, s *Session) *tls.ConnectionState {
+	_ = id
+	if ep.sec == nil || s == nil {
+		return nil
+	}
+	t := ep.sec.byID[s.tag]
+	if t == nil || !t.a.Established() {
+		return nil
+	}
+	st := t.a.ConnectionState()
+	return &st
 }
 
 // spiffeID is the SPIFFE ID of st's verified leaf: its one URI SAN, if
@@ -127,7 +139,10 @@ func spiffeID(st *tls.ConnectionState) string {
 // just opened: a server session's, for its requests (peerAuths), a
 // client session's, for Session.PeerAuth. On the loop.
 func (ep *Endpoint) sessionOpened(ev proto.Event, s *Session, server bool) {
-	a := ep.peerAuthOf(ev.Session, ev.Peer, server)
+	if server {
+		s = nil
+	}
+	a := ep.peerAuthOf(ev.Session, ev.Peer, s)
 	switch {
 	case !server && s != nil:
 		s.auth.Store(a)
