@@ -4,10 +4,12 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +27,7 @@ func writeCert(t *testing.T, dir, name string, parent *x509.Certificate, parentK
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		DNSNames: []string{name}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{name}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, BasicConstraintsValid: true, IsCA: parent == nil,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth}}
 	if parent == nil {
@@ -119,4 +121,38 @@ func TestSecurityFlagPlaintextLoopback(t *testing.T) {
 	target := startServer(t, modeFull)
 	expect(t, erpcCmd(t, "", "-plaintext", target, "health"), 0, "SERVING\n", "")
 	expect(t, erpcCmd(t, "", target, "health"), 0, "SERVING\n", "")
+}
+
+// tlsDirEnv names a directory with localhost.pem and localhost.key: the
+// test server then serves with TLS, presenting them.
+const tlsDirEnv = "ERPC_CLI_TEST_TLS_DIR"
+
+func testServerTLS(dir string) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "localhost.pem"), filepath.Join(dir, "localhost.key"))
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}}, nil
+}
+
+// TestSecurityFlagsTLS: against a TLS server, -cacert with its CA
+// verifies it by the target's address or by -servername, -insecure
+// reaches it unverified; another CA, a wrong -servername and a client
+// without TLS flags (plaintext, on loopback) each fail, saying why.
+func TestSecurityFlagsTLS(t *testing.T) {
+	dir, other := t.TempDir(), t.TempDir()
+	ca, caKey, caFile, _ := writeCert(t, dir, "ca.example", nil, nil)
+	writeCert(t, dir, "localhost", ca, caKey)
+	_, _, otherCA, _ := writeCert(t, other, "other.example", nil, nil)
+	t.Setenv(tlsDirEnv, dir)
+	target := startServer(t, modeFull)
+	expect(t, erpcCmd(t, "", "-cacert", caFile, target, "health"), 0, "SERVING\n", "")
+	expect(t, erpcCmd(t, "", "-cacert", caFile, "-servername", "localhost", target, "health"), 0, "SERVING\n", "")
+	expect(t, erpcCmd(t, "", "-insecure", target, "health"), 0, "SERVING\n", "")
+	expect(t, erpcCmd(t, "", "-cacert", otherCA, target, "health"), exitFailure, "", "certificate signed by unknown authority")
+	expect(t, erpcCmd(t, "", "-cacert", caFile, "-servername", "wrong.example", target, "health"), exitFailure, "", "wrong.example")
+	r := erpcCmd(t, "", target, "health")
+	if r.code == 0 || !strings.Contains(strings.ToLower(r.stderr), "tls") {
+		t.Fatalf("a plaintext client of a TLS server: %v; want a failure naming TLS", r)
+	}
 }
