@@ -48,7 +48,9 @@ const attemptDelay = 250 * time.Millisecond
 // ("[::1%lo]") on an address that is not link-local means nothing and is
 // dropped. IPv6 link-local addresses (fe80::/10), which need their zone,
 // are not supported: they fail at once with InvalidArgument, before
-// anything is sent.
+// anything is sent. So does a UDP target with an address that is not
+// loopback, from an endpoint with neither WithTLS nor Insecure (see
+// WithTLS).
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	if ep.blockingRefused() {
 		return nil, errOnLoop("Dial", "dial before serving, from a handler, or from another goroutine")
