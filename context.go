@@ -18,6 +18,7 @@ type reqCtx struct {
 	hasD  bool
 	md    Metadata
 	peer  netip.AddrPort
+	auth  *PeerAuth       // PeerAuthFromContext
 	stats context.Context // the StatsHandler's, whose values this one has too
 
 	mu    sync.Mutex
@@ -33,7 +34,7 @@ func newReqCtx(r *request) *reqCtx {
 }
 
 func (c *reqCtx) init(r *request) {
-	c.dl, c.hasD, c.md, c.peer, c.stats = r.dl, r.hasDL, r.md, r.peer, r.stats
+	c.dl, c.hasD, c.md, c.peer, c.auth, c.stats = r.dl, r.hasDL, r.md, r.peer, r.auth, r.stats
 	c.req = Request{r: r, gen: r.gen()}
 }
 
@@ -124,6 +125,8 @@ func (c *reqCtx) Value(key any) any {
 		return c.md
 	case peerKey:
 		return c.peer
+	case peerAuthKey:
+		return c.auth
 	case requestKey:
 		return c
 	}

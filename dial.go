@@ -48,7 +48,9 @@ const attemptDelay = 250 * time.Millisecond
 // ("[::1%lo]") on an address that is not link-local means nothing and is
 // dropped. IPv6 link-local addresses (fe80::/10), which need their zone,
 // are not supported: they fail at once with InvalidArgument, before
-// anything is sent.
+// anything is sent. So does a UDP target with an address that is not
+// loopback, from an endpoint with neither WithTLS nor Insecure (see
+// WithTLS).
 func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	if ep.blockingRefused() {
 		return nil, errOnLoop("Dial", "dial before serving, from a handler, or from another goroutine")
@@ -63,9 +65,13 @@ func (ep *Endpoint) Dial(ctx context.Context, target string) (*Session, error) {
 	return ep.dialResolved(ctx, target, addrs)
 }
 
-// dialResolved dials target at addrs, unless ctx ended as the look-up
-// answered: then nothing is sent.
+// dialResolved dials target at addrs, unless the plaintext policy refuses
+// them (tls_policy.go) or ctx ended as the look-up answered: then nothing
+// is sent.
 func (ep *Endpoint) dialResolved(ctx context.Context, target string, addrs []netip.AddrPort) (*Session, error) {
+	if err := ep.checkDialPolicy(target, addrs); err != nil {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		e := contextError(ctx)
 		e.Msg += fmt.Sprintf(": dial %q: nothing sent", target)

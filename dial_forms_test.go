@@ -110,7 +110,7 @@ func TestDialAddressForms(t *testing.T) {
 			t.Logf("server on %s: skipped, this host has no IPv6 loopback (::1)", sv.listen)
 			continue
 		}
-		ep := listenT(t, serverWith(t, "Echo", echoHandler), sv.listen)
+		ep := listenT(t, serverWith(t, "Echo", echoHandler), sv.listen, erpc.Insecure()) // wildcards: plaintext on purpose
 		port := ep.Addr().Port()
 		for _, cl := range clients {
 			for _, host := range forms {
@@ -298,7 +298,7 @@ func TestDialZoneScopedIPv6(t *testing.T) {
 // A server on such an address has a Target that dials it.
 func TestDialUnspecifiedHost(t *testing.T) {
 	checkLeaks(t)
-	srv := listenT(t, serverWith(t, "Echo", echoHandler), "[::]:0")
+	srv := listenT(t, serverWith(t, "Echo", echoHandler), "[::]:0", erpc.Insecure())
 	port := srv.Addr().Port()
 	for _, host := range []string{"0.0.0.0", "[::]", "[::ffff:0:0]", "unspecified.test"} {
 		target := fmt.Sprintf("%s:%d", host, port)
@@ -322,7 +322,7 @@ func TestDialUnspecifiedHost(t *testing.T) {
 		}
 	}
 	for _, listen := range []string{"0.0.0.0:0", "[::]:0", ":0"} {
-		ep := listenT(t, serverWith(t, "Echo", echoHandler), listen)
+		ep := listenT(t, serverWith(t, "Echo", echoHandler), listen, erpc.Insecure())
 		s, err := erpc.Dial(context.Background(), ep.Target())
 		if err != nil {
 			t.Errorf("server on %s: dial its Target %s: %v", listen, ep.Target(), err)

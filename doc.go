@@ -11,16 +11,28 @@
 //	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
 //		return req, nil
 //	})
-//	ep, err := srv.Listen("0.0.0.0:31850")
+//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithTLS(serverTLS))
 //	if err != nil { ... }
 //	defer ep.Close()
 //
 // A client dials a session and calls:
 //
-//	s, err := erpc.Dial(ctx, "10.0.0.1:31850")
+//	s, err := erpc.Dial(ctx, "10.0.0.1:31850", erpc.WithTLS(clientTLS))
 //	if err != nil { ... }
 //	defer s.Close()
 //	resp, err := s.Call(ctx, "Echo", []byte("hi"), nil)
+//
+// A session that could leave the host is never plaintext by accident:
+// serving on an address other hosts can reach (a wildcard such as
+// "0.0.0.0:31850" or ":31850", an interface's address, a name with such
+// an address) and dialing an address of another host need WithTLS, or
+// Insecure to run plaintext on purpose; without either they fail with
+// InvalidArgument naming both. Loopback ("127.0.0.1", "[::1]",
+// "localhost"), mem:// and shm:// need neither. A client-only endpoint
+// (Listen) accepts no sessions, so only its dials are checked; nor is
+// Listen with WithTransport. An endpoint's choice holds for all its
+// sessions: a wildcard endpoint with Insecure is plaintext to every peer,
+// with WithTLS it is TLS to every peer, loopback ones included.
 //
 // A target's host may be a name ("db.internal:31850"), looked up with the
 // dial's context, whose addresses are tried in turn, or an IPv4 or IPv6
@@ -168,7 +180,11 @@
 // wrap Handle and Register handlers and Call and Invoke calls, as gRPC's
 // unary interceptors do. Metadata travels beside a request:
 // NewOutgoingContext or AppendToOutgoingContext on the caller's context,
-// IncomingMetadata and PeerFromContext in the handler's. A StatsHandler
+// IncomingMetadata and PeerFromContext in the handler's. PeerAuthFromContext
+// (or Request.PeerAuth) is what is known for certain of the caller, for
+// interceptors that authorize: its TLS state and SPIFFE ID, or, over
+// shm, its process's pid, uid and gid as the kernel gives them;
+// Session.PeerAuth is the server's, as the client verified it. A StatsHandler
 // (WithStatsHandler) sees every call, the raw path's too, and every
 // session; contrib/otel and contrib/prometheus are built on it. Package
 // health serves erpc.health.v1, package reflection lets the erpc command
@@ -286,7 +302,9 @@
 //     handshakes, refusals), tls_send.go (sealing what the engine
 //     sends), tls_async.go (handshake steps off the loop);
 //     internal/secure (one association's handshake, sans-I/O),
-//     internal/seal (the protected packet format).
+//     internal/seal (the protected packet format); tls_policy.go (which
+//     addresses need WithTLS or Insecure), peerauth.go (PeerAuth: what
+//     is known for certain of a session's peer).
 //   - Many servers: package resolver (targets to address sets), package
 //     balancer (placing calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,

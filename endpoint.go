@@ -88,6 +88,9 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
+	if err := checkServePolicy(addr, srv, &o); err != nil {
+		return nil, err
+	}
 	o.resolve()
 	tr, scheme := o.transport, ""
 	if tr == nil {

@@ -13,7 +13,8 @@ import (
 
 // loopState is the part of an Endpoint only its event loop touches.
 type loopState struct {
-	sessions   map[proto.SessionID]*Session // client sessions by engine ID
+	sessions   map[proto.SessionID]*Session  // client sessions by engine ID
+	peerAuths  map[proto.SessionID]*PeerAuth // server sessions' peers, where known (peerauth.go); nil until one is
 	reqFree    []*request
 	respHint   []int // per handler: its last response built in response memory
 	ctxSlab    ctxSlab
@@ -359,10 +360,12 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 			}
 		case proto.EventSessionUp:
 			if s := ep.loop.sessions[ev.Session]; s != nil {
+				ep.sessionOpened(ev, s, false)
 				s.onUp()
 			}
 			ep.sessionEvent(ev, true, false)
 		case proto.EventSessionAccepted:
+			ep.sessionOpened(ev, nil, true)
 			ep.sessionEvent(ev, true, true)
 		case proto.EventSessionDown:
 			if ep.sec != nil {
@@ -372,6 +375,9 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 			if s != nil {
 				delete(ep.loop.sessions, ev.Session)
 				s.onDown(now, ev.Err)
+			}
+			if ev.Server {
+				delete(ep.loop.peerAuths, ev.Session)
 			}
 			ep.sessionEvent(ev, false, ev.Server)
 		}

@@ -37,9 +37,9 @@ func TestLossyNetwork(t *testing.T) {
 		t.Helper()
 		err := testnet.In(ns, func() (err error) {
 			if srv == nil {
-				*out, err = erpc.Listen(addr)
+				*out, err = erpc.Listen(addr, erpc.Insecure())
 			} else {
-				*out, err = srv.Listen(addr)
+				*out, err = srv.Listen(addr, erpc.Insecure()) // a namespace's address: plaintext on purpose
 			}
 			return err
 		})

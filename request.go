@@ -57,6 +57,7 @@ type request struct {
 	h       proto.ReqHandle // the engine's handle; the loop's only
 	data    []byte          // the request, in engine memory, until answered
 	peer    netip.AddrPort
+	auth    *PeerAuth // the session's (peerauth.go), shared and immutable; nil if nothing is known
 	dl      time.Time // the caller's deadline, if hasDL
 	hasDL   bool
 	md      Metadata        // the caller's metadata; nil if it sent none
@@ -323,6 +324,7 @@ func (ep *Endpoint) newRequest(now proto.Time, h proto.ReqHandle, hd *handler) *
 		r.out = ep.eng.Buffer(n)[:0]
 	}
 	r.peer = h.Peer()
+	r.auth = ep.peerAuthFor(h.Session())
 	if d, ok := h.Deadline(); ok {
 		r.dl, r.hasDL = ep.wallTime(d), true
 	}
@@ -334,7 +336,7 @@ func (ep *Endpoint) newRequest(now proto.Time, h proto.ReqHandle, hd *handler) *
 	}
 	if sh := ep.opts.stats; sh != nil {
 		r.start = time.Now()
-		r.stats = sh.CallBegin(callerCtx{context.Background(), r.md, r.peer},
+		r.stats = sh.CallBegin(callerCtx{context.Background(), r.md, r.peer, r.auth},
 			CallInfo{Method: hd.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)})
 	}
 	if hd.wantsCtx {

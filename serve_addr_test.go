@@ -10,7 +10,7 @@ import (
 // TestAddrOfWildcardBind: as Endpoint.Addr says, a UDP endpoint bound to
 // all interfaces gives loopback with the socket's port, which is dialable.
 func TestAddrOfWildcardBind(t *testing.T) {
-	ep := listenT(t, serverWith(t, "Echo", echoHandler), ":0")
+	ep := listenT(t, serverWith(t, "Echo", echoHandler), ":0", erpc.Insecure())
 	if a := ep.Addr(); !a.Addr().IsLoopback() || a.Port() == 0 {
 		t.Fatalf("Addr of a wildcard bind: %v; want loopback with the port", a)
 	}

@@ -18,7 +18,7 @@ import (
 //	srv.Handle("Echo", func(ctx context.Context, req []byte) ([]byte, error) {
 //		return req, nil
 //	})
-//	ep, err := srv.Listen("0.0.0.0:31850")
+//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithTLS(cfg)) // or erpc.Insecure(): see tls_policy.go
 type Server struct {
 	mu           sync.Mutex
 	table        *handlerTable // replaced, never changed, once serving
@@ -47,7 +47,10 @@ func NewServer(opts ...ServerOption) *Server {
 // handlers. The client-only form "shm://" (no socket path), and a
 // transport given with WithTransport that cannot be dialed (its Target is
 // "": transport.Targeter), are refused with InvalidArgument, since no
-// client could reach them; the caller keeps such a transport.
+// client could reach them; the caller keeps such a transport. An address
+// other hosts can reach ("0.0.0.0:31850", ":31850", an interface's
+// address) needs WithTLS or Insecure, or fails with InvalidArgument
+// naming both (see WithTLS).
 func (s *Server) Listen(addr string, opt ...Option) (*Endpoint, error) {
 	s.mu.Lock()
 	s.serving = true

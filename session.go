@@ -40,6 +40,8 @@ type Session struct {
 	firstOnce sync.Once
 	firstErr  *Error // why the first connect failed, without the target (dialError adds it)
 
+	auth atomic.Pointer[PeerAuth] // the server's, as verified when the session last opened (peerauth.go)
+
 	// Owned by the loop.
 	sid         proto.SessionID
 	tag         uint64 // WithTLS: the engine session's association ID

@@ -67,6 +67,7 @@ type callerCtx struct {
 	context.Context
 	md   Metadata
 	peer netip.AddrPort
+	auth *PeerAuth
 }
 
 func (c callerCtx) Value(key any) any {
@@ -75,6 +76,8 @@ func (c callerCtx) Value(key any) any {
 		return c.md
 	case peerKey:
 		return c.peer
+	case peerAuthKey:
+		return c.auth
 	}
 	return c.Context.Value(key)
 }

@@ -115,7 +115,7 @@ func newServerStream(ep *Endpoint, ss *srvSession, id uint64, hd *streamHandler,
 	st := &serverStream{ep: ep, ss: ss, id: id, hd: hd, maxMsg: maxMsg, send: send,
 		recv:     stream.NewReceiver(hd.cfg.msgs, hd.cfg.bytes, maxMsg),
 		sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1)}
-	ctx := context.Context(callerCtx{context.Background(), r.md, r.peer})
+	ctx := context.Context(callerCtx{context.Background(), r.md, r.peer, r.auth})
 	st.stopDL = func() {}
 	if r.hasDL {
 		ctx, st.stopDL = context.WithDeadline(ctx, r.dl)

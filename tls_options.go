@@ -40,12 +40,24 @@ import (
 // crypto/tls's: with a ClientSessionCache in the client's cfg, the next
 // handshake to a server that sent a ticket resumes (the server sends one
 // per session unless SessionTicketsDisabled). 0-RTT is not supported.
+//
+// WithTLS or Insecure is required to serve on an address other hosts can
+// reach (a wildcard, "0.0.0.0:p", "[::]:p" or ":p", an interface's
+// address, or a name with such an address) and to dial an address of
+// another host; without either, Server.Listen and Dial fail with
+// InvalidArgument naming both (tls_policy.go). Loopback, mem:// and shm://
+// need neither. The choice is the endpoint's, for all its sessions: on a
+// wildcard, WithTLS makes sessions with loopback peers TLS too.
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) { o.tlsConfig = cfg; o.insecure = false; o.tlsSet = true }
 }
 
 // Insecure makes the endpoint's sessions plaintext explicitly: packets are
-// neither encrypted nor authenticated.
+// neither encrypted nor authenticated. It is what lets an endpoint serve
+// plaintext on an address other hosts can reach, or dial another host in
+// plaintext (see WithTLS): on a wildcard listen ("0.0.0.0:p", "[::]:p",
+// ":p") every session is plaintext, whichever interface its peer comes
+// from. Use it on networks you trust, or inside an encrypted overlay.
 func Insecure() Option {
 	return func(o *options) { o.insecure = true; o.tlsConfig = nil; o.tlsSet = false }
 }

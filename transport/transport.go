@@ -66,6 +66,17 @@ type PeerWatcher interface {
 	GonePeers(dst []netip.AddrPort) []netip.AddrPort
 }
 
+// PeerCreder is implemented by transports whose peers are processes of
+// this host that the kernel vouches for, such as shm (SO_PEERCRED of the
+// unix socket each connection was made on): PeerCreds gives the pid, uid
+// and gid of the process at addr, as the kernel reported them when the
+// connection was made, and false for an address with no connection. The
+// endpoint reads it when a session opens, and hands it to handlers
+// (erpc.PeerAuth's Local). It may be called from any goroutine.
+type PeerCreder interface {
+	PeerCreds(addr netip.AddrPort) (pid int32, uid, gid uint32, ok bool)
+}
+
 // Poller is implemented by transports that can tell whether Receive or
 // GonePeers has work far more cheaply than by calling them, such as shm,
 // where a check is a few loads of words in shared memory. A spinning event

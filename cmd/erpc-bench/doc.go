@@ -1,5 +1,6 @@
 // Command erpc-bench measures erpc-go beside its floor (raw UDP, raw shared
-// memory) and its peers (gRPC, net/rpc, drpc), following the project's
+// memory) and its peers (gRPC, net/rpc, drpc; gRPC over TLS and quic-go
+// beside erpc over TLS), following the project's
 // benchmark contract (docs: BENCH-CONTRACT.md): same run, same machine,
 // same payloads, server and client in separate pinned processes, warm-up
 // discarded, per-call latency in an HDR-style histogram, and a coro_rpc
@@ -14,6 +15,8 @@
 //	go run ./cmd/erpc-bench sessions -sessions 1,1000,20000
 //	go run ./cmd/erpc-bench loss -loss 0,1e-5,1e-3,1e-2
 //	go run ./cmd/erpc-bench latency -blocking -size 32 -rounds 4
+//	go run ./cmd/erpc-bench rate -size 32 -c 64 -vs erpc-tls,grpc-tls,quic,quic-stream
+//	go run ./cmd/erpc-bench handshake -dials 200
 //	go run ./cmd/erpc-bench stream -size 32,64K -streams 1,16 -vs grpc
 //	go run ./cmd/erpc-bench latency -transport shm -vs raw-shm,erpc-udp
 //	go run ./cmd/erpc-bench latency -transport tcp -vs grpc,netrpc,erpc-udp
@@ -42,6 +45,16 @@
 // the same pair. Its rows carry xdp_mode, where the program runs and how
 // the sockets move frames ("native/copy" over veth); ERPC_BENCH_XDP_MODE=
 // generic forces generic (SKB) mode.
+//
+// The encrypted systems each make a self-signed ECDSA P-256 certificate
+// when their server starts, which the client trusts alone: erpc-tls is
+// erpc with erpc.WithTLS over UDP, grpc-tls gRPC with TLS 1.3 credentials,
+// quic quic-go with a new stream per call, quic-stream quic-go with one
+// long stream per client goroutine (length-prefixed messages). The
+// handshake scenario times a fresh session to its first call's answer (a
+// new connection, or for erpc a new endpoint and session; p50_us, p99_us
+// over -dials dials per system, the systems taking turns), by default for
+// erpc (plaintext), erpc-tls, grpc-tls and quic.
 //
 // latency -blocking measures erpc's echo p50 unloaded and while another
 // session keeps 10 calls in flight to a handler that blocks 100 ms,
@@ -75,11 +88,13 @@
 // where, on which systems:
 //
 //	scenario                    package            systems
-//	latency rate table          scenario           systems: erpc erpc-call erpc-nocc erpc-udp raw-udp
-//	                                               udp-floor udp-plain raw-shm grpc netrpc drpc
+//	latency rate table          scenario           systems: erpc erpc-call erpc-nocc erpc-udp erpc-tls raw-udp
+//	                                               udp-floor udp-plain raw-shm grpc grpc-tls quic
+//	                                               quic-stream netrpc drpc
 //	latency -blocking           scenario           systems: erpc erpc-call (load: systems.BlockingLoad)
 //	bandwidth                   scenario           the same, and memcpy
 //	sessions, loss              scenario           systems: erpc erpc-call
+//	handshake                   scenario           systems' Handshaker: erpc erpc-tls grpc grpc-tls quic quic-stream
 //	slo                         scenario/slo       its own: erpc jbsq hash inline, grpc (load: openloop)
 //	raft                        scenario/raft      its own: erpc raft-tcp etcd-rawnode
 //	stream                      scenario/stream    its own: erpc grpc (servers stream-erpc, stream-grpc)

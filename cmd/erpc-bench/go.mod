@@ -7,6 +7,7 @@ require (
 	github.com/erpc-go/erpc/contrib/raft v0.0.0
 	github.com/erpc-go/erpc/transport/xdp v0.0.0
 	github.com/hashicorp/raft v1.7.3
+	github.com/quic-go/quic-go v0.65.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/grpc v1.85.0
 	storj.io/drpc v1.0.0
@@ -28,6 +29,7 @@ require (
 	github.com/cilium/ebpf v0.22.0 // indirect
 	github.com/zeebo/errs v1.2.2 // indirect
 	go.etcd.io/raft/v3 v3.7.0 // indirect
+	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect

@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // scenarioNames are the scenarios, in the usage message's order.
-var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "stream", "incast", "multipath"}
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "handshake", "slo", "raft", "stream", "incast", "multipath"}
 
 // parseFlags parses the command line: the scenario, then its flags.
 func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
@@ -91,6 +91,8 @@ func runScenario(b *scenario.Bench) error {
 		return b.RunGrid(0, nil)
 	case "sessions":
 		return b.RunSessions()
+	case "handshake":
+		return b.RunHandshake()
 	case "loss":
 		if b.Cfg.Testbed {
 			return network.RunLossTestbed(b)

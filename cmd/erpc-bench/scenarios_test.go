@@ -35,6 +35,8 @@ func TestScenariosJSON(t *testing.T) {
 		{"latency", "udp", smokeLatency},
 		{"latency", "shm", smokeShm},
 		{"latency", "blocking", smokeBlocking},
+		{"latency", "tls-peers", smokeTLSPeers},
+		{"handshake", "default", smokeHandshake},
 		{"rate", "grpc-netrpc-drpc", smokeRate},
 		{"table", "raw-udp", smokeTable},
 		{"bandwidth", "raw-udp-memcpy", smokeBandwidth},
@@ -97,6 +99,11 @@ var documentedCommands = [][]string{
 	{"loss", "-testbed", "-loss", "1e-4,1e-3,1e-2", "-vs", "grpc"},
 	{"stream", "-size", "32,64K", "-streams", "1,16", "-vs", "grpc"},
 	{"latency", "-blocking", "-size", "32", "-rounds", "4"},
+	{"latency", "-size", "32", "-vs", "erpc-tls,grpc-tls,quic,quic-stream"},
+	{"rate", "-size", "32", "-c", "64", "-vs", "erpc-tls,grpc-tls,quic,quic-stream"},
+	{"bandwidth", "-size", "8M", "-vs", "erpc-tls,grpc-tls,quic"},
+	{"handshake", "-dials", "200"},
+	{"handshake", "-dials", "200", "-vs", "erpc-tls,grpc,grpc-tls,quic,quic-stream"},
 	// README.md.
 	{"raft", "-transport", "shm"},
 	// BENCHMARKS.md.

@@ -16,9 +16,24 @@
 // As with grpcurl, the request is -d's JSON (@ reads it from standard
 // input), headers are -H 'key: value', -max-time bounds the whole run in
 // seconds, -v prints the method, the request metadata, the response
-// headers and trailers on standard output, and -plaintext is accepted
-// (erpc sessions are not encrypted yet, so it changes nothing). describe
-// marks the methods a server's .proto declares but it does not serve.
+// headers and trailers on standard output. describe marks the methods a
+// server's .proto declares but it does not serve.
+//
+// The security flags are grpcurl's, with its meanings: -plaintext is a
+// session without TLS; -insecure is TLS that does not verify the server
+// (encrypted, not authenticated); -cacert FILE gives the roots that
+// verify the server (default: the system's), -cert FILE and -key FILE
+// the client's certificate, -servername NAME the name the server's
+// certificate must have (default: the target's host). Any of the TLS
+// flags makes the session TLS 1.3. With none of them, erpc's plaintext
+// policy holds: a loopback or shm:// target is plaintext, since it never
+// leaves the host, and any other is refused with exit status 2 and a
+// message naming the flags (grpcurl would try TLS with the system's roots
+// instead):
+//
+//	erpc -cacert ca.pem db.internal:50051 list
+//	erpc -cacert ca.pem -cert me.pem -key me.key 10.0.0.7:50051 health
+//	erpc -plaintext 10.0.0.7:50051 list
 //
 // Streams (Server.HandleStream; their shapes come from the service's
 // descriptor, through reflection) are called too, and each response is

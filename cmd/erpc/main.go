@@ -40,6 +40,12 @@ A target is what erpc.Dial takes: host:port or udp://host:port (UDP; the
 host is a name, an IPv4 address or an [IPv6] one, and each of a name's
 addresses is tried), shm:///path/to/socket (shared memory, same host).
 
+Security, as grpcurl's flags: -plaintext for no TLS; -cacert, -cert and
+-key, -insecure (no verification of the server) or -servername for TLS
+1.3. With none of them, loopback and shm:// targets are plaintext and
+any other target is refused: a session that leaves the host is never
+plaintext by accident.
+
 The server needs the reflection service (reflection.Register) for list,
 describe and calls, and the health service (health.Register) for health.
 
@@ -103,7 +109,7 @@ type config struct {
 	maxTime        time.Duration
 	connectTimeout time.Duration
 	format         string
-	plaintext      bool
+	tls            tlsFlags // tlsflags.go
 	long           bool
 	emitDefaults   bool
 	all            bool
@@ -177,7 +183,7 @@ func flags(cfg *config) *flag.FlagSet {
 	fs.Var(secondsFlag{&cfg.deadline}, "deadline", "each call's deadline, which the server's handler sees, in `seconds` or as a duration (0: none); a stream's only when given")
 	fs.Var(secondsFlag{&cfg.connectTimeout}, "connect-timeout", "how long to wait for the server to accept the session, in `seconds` or as a duration")
 	fs.StringVar(&cfg.format, "format", cfg.format, "the request's and the response's format: json, the only one")
-	fs.BoolVar(&cfg.plaintext, "plaintext", false, "accepted for grpcurl's command lines; changes nothing: erpc sessions are not encrypted yet")
+	cfg.tls.register(fs)
 	fs.BoolVar(&cfg.long, "l", false, "list: each method with its request and response types and codec")
 	fs.BoolVar(&cfg.emitDefaults, "emit-defaults", false, "calls: print fields that have their default values too")
 	fs.BoolVar(&cfg.verbose, "v", false, "calls: print the method, the request metadata, the response headers and trailers, and a count of the messages, as grpcurl -v does")

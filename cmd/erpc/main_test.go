@@ -267,7 +267,7 @@ func TestBareServer(t *testing.T) {
 func TestUsage(t *testing.T) {
 	expect(t, erpcCmd(t, ""), 2, "", "usage: erpc [flags] TARGET list [SERVICE]")
 	expect(t, erpcCmd(t, "", "-h"), 0, "", "usage: erpc [flags] TARGET list [SERVICE]")
-	expect(t, erpcCmd(t, "", "-h"), 0, "", "erpc sessions are not encrypted yet")
+	expect(t, erpcCmd(t, "", "-h"), 0, "", "a session that leaves the host is never\nplaintext by accident")
 	expect(t, erpcCmd(t, "", "frob", "x"), 2, "", `"frob" is not a target (want host:port`)
 	expect(t, erpcCmd(t, "", "127.0.0.1:1"), 2, "", "nothing to do at 127.0.0.1:1: after the target, want list, describe, health or a method to call")
 	expect(t, erpcCmd(t, "", "127.0.0.1:1", "list", "a", "b"), 2, "", "usage: erpc [flags] TARGET list [SERVICE]")

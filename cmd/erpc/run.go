@@ -73,9 +73,13 @@ func withSession(cfg *config, target string, fn func(c *cli) error) error {
 		root, cancelRoot = context.WithTimeout(root, cfg.maxTime)
 	}
 	defer cancelRoot()
+	opts, err := cfg.tls.dialOptions(target)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(root, cfg.connectTimeout)
 	defer cancel()
-	s, err := erpc.Dial(ctx, target)
+	s, err := erpc.Dial(ctx, target, opts...)
 	if err != nil {
 		switch erpc.CodeOf(err) {
 		case erpc.DeadlineExceeded:
@@ -85,6 +89,7 @@ func withSession(cfg *config, target string, fn func(c *cli) error) error {
 			}
 			err = fmt.Errorf("no erpc server accepted a session at %s within %s%s", target, limit, triedPart(err, target))
 		case erpc.InvalidArgument:
+			err = policyRefusal(err, target)
 		default:
 			err = fmt.Errorf("connect to %s: %v", target, strings.TrimPrefix(err.Error(), "erpc: "))
 		}

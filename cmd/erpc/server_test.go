@@ -122,7 +122,13 @@ func serveForTest(mode string) {
 	if listen == "" {
 		listen = "127.0.0.1:0"
 	}
-	ep, err := srv.Listen(listen)
+	opt := erpc.Insecure() // a wildcard in TestTargetForms: plaintext on purpose
+	if dir := os.Getenv(tlsDirEnv); dir != "" {
+		cfg, err := testServerTLS(dir)
+		check(err)
+		opt = erpc.WithTLS(cfg)
+	}
+	ep, err := srv.Listen(listen, opt)
 	check(err)
 	fmt.Println(ep.Target())
 	io.Copy(io.Discard, os.Stdin) // until the test closes it

@@ -21,10 +21,10 @@
 //	// A server.
 //	srv := erpc.NewServer()
 //	srv.Handle("/greet.Greeter/Hello", hello)
-//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithStatsHandler(erpcotel.NewStatsHandler()))
+//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithTLS(cfg), erpc.WithStatsHandler(erpcotel.NewStatsHandler()))
 //
 //	// A client: each call is a span, the child of ctx's.
-//	s, err := erpc.Dial(ctx, "udp://10.0.0.1:31850", erpc.WithStatsHandler(erpcotel.NewStatsHandler()))
+//	s, err := erpc.Dial(ctx, "udp://10.0.0.1:31850", erpc.WithTLS(cfg), erpc.WithStatsHandler(erpcotel.NewStatsHandler()))
 //	resp, err := s.Call(ctx, "/greet.Greeter/Hello", req, nil)
 //
 // The server span is the client span's child: the client's handler adds

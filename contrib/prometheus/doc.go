@@ -20,11 +20,11 @@
 //	srv := erpc.NewServer()
 //	srv.Handle("/greet.Greeter/Hello", hello)
 //	metrics.InitializeMetrics(srv)
-//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithStatsHandler(metrics))
+//	ep, err := srv.Listen("0.0.0.0:31850", erpc.WithTLS(cfg), erpc.WithStatsHandler(metrics))
 //
 //	// A client (the same handler may watch both: the metrics' names say
 //	// which side counted).
-//	s, err := erpc.Dial(ctx, "udp://10.0.0.1:31850", erpc.WithStatsHandler(metrics))
+//	s, err := erpc.Dial(ctx, "udp://10.0.0.1:31850", erpc.WithTLS(cfg), erpc.WithStatsHandler(metrics))
 //
 // # Metrics
 //

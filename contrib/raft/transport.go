@@ -130,7 +130,9 @@ var (
 
 // New listens on addr ("127.0.0.1:0", "mem://node1", ...) with an erpc
 // server of its own and returns a started transport that owns the
-// endpoint. Use Register and Start instead to serve other methods on the
+// endpoint. An address other hosts can reach ("0.0.0.0:7000", a node's
+// own address) needs erpc.WithTLS or erpc.Insecure in
+// cfg.EndpointOptions, as erpc.Server.Listen does. Use Register and Start instead to serve other methods on the
 // same endpoint.
 func New(addr string, cfg Config) (*Transport, error) {
 	srv := erpc.NewServer()

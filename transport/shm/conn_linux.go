@@ -129,6 +129,12 @@ type conn struct {
 	claimedPath string // for a listener address taken from a claim (or dialed): its socket, whose directory is watched
 	claimedUid  uint32 // and the connector's user
 	peerStart   uint32 // for a connector known by an assigned address: its process's start time (adoptDuplicate)
+
+	// cred is the peer process's credentials as the kernel gave them
+	// (SO_PEERCRED) when the connection was made; hasCred says whether
+	// it could. Set before register, read-only after (PeerCreds).
+	cred    unix.Ucred
+	hasCred bool
 }
 
 // peer is the address the peer is known by.
@@ -280,6 +286,7 @@ func (t *Transport) dial(path string) (netip.AddrPort, error) {
 	c := newConn(peer, s, mem, peerMem, t.ringSize, int(peerRing), fds[0])
 	cred, cerr := peerCred(s) // whoever called listen on the socket we reached
 	if cerr == nil {
+		c.cred, c.hasCred = *cred, true
 		c.listenPid = cred.Pid
 		if w.ok && cred.Pid > 0 {
 			c.claimedPath, c.claimedUid = w.path, cred.Uid // its directory is watched
@@ -386,6 +393,7 @@ func (t *Transport) accept(s *net.UnixConn) error {
 		return err
 	}
 	c := newConn(peer, s, mem, peerMem, outRing, ring, fds[1])
+	c.cred, c.hasCred = *cred, true
 	if kind, _, _ := addrKind(peer); verified && kind == kindListener {
 		// The process listening at sock, checked just now; its directory
 		// is watched from before the check (identity_watch_linux.go).

@@ -165,3 +165,19 @@ func (t *Transport) acceptLoop() {
 		}()
 	}
 }
+
+// PeerCreds is the credentials of the process at addr as the kernel gave
+// them (SO_PEERCRED) when its connection was made: for a connector, the
+// process that connected; for a listener dialed, the one that listens
+// (transport.PeerCreder). False if no live connection has that address.
+func (t *Transport) PeerCreds(addr netip.AddrPort) (pid int32, uid, gid uint32, ok bool) {
+	s := t.snap.Load()
+	if s == nil {
+		return 0, 0, 0, false
+	}
+	c := s.byAddr[addr]
+	if c == nil || !c.hasCred || c.dead.Load() {
+		return 0, 0, 0, false
+	}
+	return c.cred.Pid, c.cred.Uid, c.cred.Gid, true
+}

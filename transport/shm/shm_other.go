@@ -55,3 +55,8 @@ func (t *Transport) Close() error { return nil }
 
 // Target is "": the transport is not supported here.
 func (t *Transport) Target() string { return "" }
+
+// PeerCreds is false: the transport is not supported here.
+func (t *Transport) PeerCreds(netip.AddrPort) (pid int32, uid, gid uint32, ok bool) {
+	return 0, 0, 0, false
+}

@@ -7,7 +7,8 @@
 // scenarios that measure a grid of sizes and concurrencies on the
 // systems: latency, rate, table, bandwidth (with memcpy beside), sessions
 // and loss (erpc only); RunBlocking runs latency -blocking (erpc only,
-// each point unloaded and beside a session of blocking calls).
+// each point unloaded and beside a session of blocking calls);
+// RunHandshake times fresh sessions (handshake.go).
 //
 // The other scenarios live in subpackages, each with its own flags and
 // systems: slo (open-loop load under a tail-latency SLO), raft (a

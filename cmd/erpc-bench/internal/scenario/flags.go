@@ -41,6 +41,9 @@ type Config struct {
 	// AfterLoad: sessions, how long after the 64 KiB load the server's
 	// resident set is read again (memory.go).
 	AfterLoad time.Duration
+	// Dials: the handshake scenario's fresh sessions per system
+	// (handshake.go).
+	Dials int
 }
 
 // scenarioDefaults are the per-scenario defaults of -size and -c, with the
@@ -54,6 +57,7 @@ var scenarioDefaults = map[string]defaults{
 	"bandwidth": {"8M", "1,8", "8M", "8"},
 	"sessions":  {"32", "8", "32", "8"},
 	"loss":      {"32,64K", "8", "32", "8"},
+	"handshake": {"32", "1", "32", "1"},
 }
 
 // ParseGridFlags parses the command line of the scenarios that measure
@@ -88,8 +92,15 @@ func ParseGridFlags(args []string, stderr io.Writer) (*Config, error) {
 	fs.IntVar(&c.rawWindow, "raw-window", 0, "raw-udp: request bytes in flight, unacknowledged (0: 4 MiB)")
 	fs.BoolVar(&c.Testbed, "testbed", false, "loss: client and server in two network namespaces joined by a veth, nftables dropping -loss of the UDP datagrams each receives (needs root), gRPC over TCP beside erpc")
 	fs.BoolVar(&c.Blocking, "blocking", false, fmt.Sprintf("latency: erpc only; each point measured unloaded and again while another session keeps %d calls in flight to a handler that blocks %v (registered with Server.Handle, no options); -window defaults to %d", BlockingInflight, systems.BlockFor, 2*BlockingInflight))
+	fs.IntVar(&c.Dials, "dials", 200, "handshake: fresh sessions timed per system (its -vs defaults to "+handshakeVs+")")
 	if err := fs.Parse(args[1:]); err != nil {
 		return nil, err
+	}
+	if c.Scenario == "handshake" && !flagGiven(fs, "vs") {
+		*vs = handshakeVs
+	}
+	if c.Dials < 1 {
+		return nil, fmt.Errorf("-dials must be at least 1")
 	}
 	if c.Blocking && c.Scenario != "latency" {
 		return nil, fmt.Errorf("-blocking is a flag of the latency scenario")
@@ -230,6 +241,13 @@ func onlyErpc(s []string) []string {
 	return out
 }
 
+// flagGiven says whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}
+
 // SplitList splits a comma-separated list, dropping empty items.
 func SplitList(s string) []string {
 	var out []string
@@ -277,5 +295,5 @@ func ParseSize(f string) (int, error) {
 
 // ErrNotBuilt is the error of a scenario that does not exist yet.
 func ErrNotBuilt(s string) error {
-	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss slo raft stream incast multipath)", s)
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss handshake slo raft stream incast multipath)", s)
 }

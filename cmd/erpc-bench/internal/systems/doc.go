@@ -17,6 +17,11 @@
 //   - raw-shm: a shared-memory ring with spinning sides (rawshm_linux.go);
 //   - grpc, netrpc, drpc: the peers over TCP, raw bytes through their
 //     codecs (grpc.go, netrpc.go, drpc.go, tcp.go);
+//   - erpc-tls, grpc-tls, quic, quic-stream: erpc and gRPC over TLS 1.3,
+//     and quic-go with a stream per call or one long stream per client
+//     goroutine, each server with a self-signed certificate made at start
+//     (erpctls.go, grpc.go, quic.go, tlscert.go); Handshaker, the fresh
+//     session the handshake scenario times (handshake.go);
 //   - memcpy: the bandwidth scenario's in-process reference (memcpy.go).
 //
 // With UseVeth (-transport xdp), erpc, erpc-call, erpc-udp and raw-udp

@@ -33,9 +33,12 @@ const PacketSizeEnv = "ERPC_BENCH_PACKET_SIZE"
 // defaultCredits is erpc's default credits per session (WithCredits).
 const defaultCredits = 32
 
-// ErpcOptions are the endpoint options both sides share.
+// ErpcOptions are the endpoint options both sides share. The plaintext
+// system is plaintext on purpose (erpc.Insecure): its testbeds serve and
+// dial namespace addresses, which the plaintext policy would otherwise
+// refuse; erpc-tls adds WithTLS, which replaces it.
 func ErpcOptions(busy bool, window int) []erpc.Option {
-	var o []erpc.Option
+	o := []erpc.Option{erpc.Insecure()}
 	if busy {
 		o = append(o, erpc.WithBusyPoll(busySpin))
 	}
@@ -194,6 +197,7 @@ type ErpcClient struct {
 	Target   string
 	sessions []*erpc.Session
 	Async    bool
+	opts     []erpc.Option // the endpoint's, for Handshake's endpoints
 }
 
 func newErpcClient(srvAddr, transport string, opts []erpc.Option, loss float64, async bool) (*ErpcClient, error) {
@@ -209,7 +213,7 @@ func newErpcClient(srvAddr, transport string, opts []erpc.Option, loss float64, 
 	if err != nil {
 		return nil, fmt.Errorf("erpc.Listen(%q): %w", laddr, err)
 	}
-	c := &ErpcClient{Ep: ep, Target: srvAddr, Async: async}
+	c := &ErpcClient{Ep: ep, Target: srvAddr, Async: async, opts: opts}
 	if err := c.EnsureSessions(1); err != nil {
 		ep.Close()
 		return nil, err

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 
@@ -60,12 +62,28 @@ type grpcServer struct {
 	lis net.Listener
 }
 
-func newGRPCServer(proc.Config) (proc.Impl, error) {
+func newGRPCServer(proc.Config) (proc.Impl, error) { return startGRPCServer() }
+
+// newGRPCTLSServer is grpc-tls's: gRPC over TLS 1.3 with a self-signed
+// certificate (tlscert.go).
+func newGRPCTLSServer(proc.Config) (proc.Impl, error) {
+	cert, err := selfSigned()
+	if err != nil {
+		return nil, err
+	}
+	s, err := startGRPCServer(grpc.Creds(credentials.NewTLS(serverTLS(cert))))
+	if err != nil {
+		return nil, err
+	}
+	return withCert{s, cert}, nil
+}
+
+func startGRPCServer(opts ...grpc.ServerOption) (*grpcServer, error) {
 	lis, err := ListenTCP()
 	if err != nil {
 		return nil, err
 	}
-	srv := grpc.NewServer(grpc.MaxRecvMsgSize(GRPCMaxMsg), grpc.MaxSendMsgSize(GRPCMaxMsg))
+	srv := grpc.NewServer(append(opts, grpc.MaxRecvMsgSize(GRPCMaxMsg), grpc.MaxSendMsgSize(GRPCMaxMsg))...)
 	srv.RegisterService(&GRPCDesc, struct{}{})
 	go srv.Serve(lis)
 	return &grpcServer{srv: srv, lis: lis}, nil
@@ -77,17 +95,51 @@ func (s *grpcServer) Control(args []string) (string, error) {
 	return "", fmt.Errorf("unknown command %q", args[0])
 }
 
-type GRPCClient struct{ Conn *grpc.ClientConn }
+type GRPCClient struct {
+	Conn  *grpc.ClientConn
+	addr  string
+	creds credentials.TransportCredentials
+}
 
 func newGRPCClient(addr string) (meter.Client, error) {
-	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(GRPCRawCodec{}.Name()),
-			grpc.MaxCallRecvMsgSize(GRPCMaxMsg), grpc.MaxCallSendMsgSize(GRPCMaxMsg)))
+	return newGRPCClientCreds(addr, insecure.NewCredentials())
+}
+
+// newGRPCTLSClient is grpc-tls's client, trusting srv's certificate.
+func newGRPCTLSClient(srv *proc.Server) (meter.Client, error) {
+	cfg, err := clientTLS(srv)
 	if err != nil {
 		return nil, err
 	}
-	return &GRPCClient{Conn: conn}, nil
+	return newGRPCClientCreds(srv.Addr, credentials.NewTLS(cfg))
+}
+
+func newGRPCClientCreds(addr string, creds credentials.TransportCredentials) (*GRPCClient, error) {
+	conn, err := dialGRPC(addr, creds)
+	if err != nil {
+		return nil, err
+	}
+	return &GRPCClient{Conn: conn, addr: addr, creds: creds}, nil
+}
+
+func dialGRPC(addr string, creds credentials.TransportCredentials) (*grpc.ClientConn, error) {
+	return grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+		grpc.WithDefaultCallOptions(grpc.CallContentSubtype(GRPCRawCodec{}.Name()),
+			grpc.MaxCallRecvMsgSize(GRPCMaxMsg), grpc.MaxCallSendMsgSize(GRPCMaxMsg)))
+}
+
+// Handshake opens a fresh connection (gRPC connects on the first call)
+// and times it to the first call's answer (Handshaker).
+func (c *GRPCClient) Handshake(ctx context.Context) (time.Duration, error) {
+	t0 := time.Now()
+	conn, err := dialGRPC(c.addr, c.creds)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	var resp RawMsg
+	err = conn.Invoke(ctx, "/erpcbench.Bench/Echo", &RawMsg{B: handshakeReq}, &resp)
+	return time.Since(t0), err
 }
 
 func (c *GRPCClient) Close() { c.Conn.Close() }

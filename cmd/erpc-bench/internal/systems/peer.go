@@ -12,7 +12,8 @@ import (
 )
 
 // All lists every system erpc-bench knows, in display order.
-var All = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "raw-udp", "udp-floor", "udp-plain", "raw-shm", "grpc", "netrpc", "drpc"}
+var All = []string{"erpc", "erpc-call", "erpc-nocc", "erpc-udp", "erpc-tls", "raw-udp", "udp-floor", "udp-plain", "raw-shm",
+	"grpc", "grpc-tls", "quic", "quic-stream", "netrpc", "drpc"}
 
 // Known reports whether s is one of All.
 func Known(s string) bool { return slices.Contains(All, s) }
@@ -59,6 +60,10 @@ func Start(system string, cfg Config) (*Peer, error) {
 		srvSys, tr = "erpc", "udp"
 	case "erpc-nocc": // congestion control is the client's: the server is erpc's
 		srvSys = "erpc"
+	case "erpc-tls":
+		tr = "udp"
+	case "quic-stream": // the same server: streams of one call or of many
+		srvSys = "quic"
 	}
 	pcfg := proc.Config{System: srvSys, Transport: tr, Busy: cfg.Busy,
 		Loss: loss, Window: cfg.Window, CPU: cfg.CPU}
@@ -100,8 +105,14 @@ func startClient(system string, srv *proc.Server, tr string, cfg Config) (cli me
 		return newUDPFloorClient(srv, system == "udp-plain")
 	case "raw-shm":
 		return newRawShmClient(srv)
+	case "erpc-tls":
+		return newErpcTLSClient(srv, cfg)
 	case "grpc":
 		return newGRPCClient(srv.Addr)
+	case "grpc-tls":
+		return newGRPCTLSClient(srv)
+	case "quic", "quic-stream":
+		return newQUICClient(srv, system == "quic-stream")
 	case "netrpc":
 		return newNetRPCClient(srv.Addr)
 	case "drpc":
@@ -117,7 +128,7 @@ func TransportOf(system, erpcTransport string) string {
 		return erpcTransport
 	case "memcpy":
 		return "mem"
-	case "raw-udp", "udp-floor", "udp-plain", "erpc-udp":
+	case "raw-udp", "udp-floor", "udp-plain", "erpc-udp", "erpc-tls", "quic", "quic-stream":
 		return "udp"
 	case "raw-shm":
 		return "shm"
@@ -135,6 +146,9 @@ func init() {
 	proc.Register("udp-plain", newUDPFloorServer)
 	proc.Register("raw-shm", newRawShmServer)
 	proc.Register("grpc", newGRPCServer)
+	proc.Register("grpc-tls", newGRPCTLSServer)
+	proc.Register("erpc-tls", newErpcTLSServer)
+	proc.Register("quic", newQUICServer)
 	proc.Register("netrpc", newNetRPCServer)
 	proc.Register("drpc", newDRPCServer)
 }
