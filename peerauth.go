@@ -81,13 +81,13 @@ func (s *Session) PeerAuth() PeerAuth {
 
 type peerAuthKey struct{}
 
-// peerAuthOf is what is known of the peer of engine session id at addr,
-// taken when it opens (a server session when accepted, s nil; a client
-// session s when up); nil when nothing is, which requests of plaintext
-// UDP sessions then carry for free.
-func (ep *Endpoint) peerAuthOf(id proto.SessionID, addr netip.AddrPort, s *Session) *PeerAuth {
+// peerAuthOf is what is known of the peer at addr of the session event
+// ev opened (a server session accepted, a client session up); nil when
+// nothing is, which requests of plaintext UDP sessions then carry for
+// free.
+func (ep *Endpoint) peerAuthOf(ev proto.Event, addr netip.AddrPort) *PeerAuth {
 	var a PeerAuth
-	a.TLS = ep.tlsAuthOf(id, s)
+	a.TLS = ep.tlsAuthOf(ev)
 	a.SPIFFEID = spiffeID(a.TLS)
 	if pc, ok := ep.tr.(transport.PeerCreder); ok {
 		if pid, uid, gid, ok := pc.PeerCreds(addr); ok {
@@ -100,26 +100,13 @@ func (ep *Endpoint) peerAuthOf(id proto.SessionID, addr netip.AddrPort, s *Sessi
 	return &a
 }
 
-// tlsAuthOf is the TLS state of engine session id, whose handshake has
-// completed: client session s's (its association is its tag), or, with s
-// nil, a server session's; nil for a plaintext session. It is taken once
-// per session (one allocation then, none per call).
-//
-// TLS HOOK (issue 30), server side: a server session's association is
-// the tag of the packet that made it (proto's session.tag), which the
-// engine does not report yet; until it does (EventSessionAccepted's Tag,
-// or an accessor), a server session's TLS state is nil.
-func (ep *Endpoint) tlsAuthOf(id proto.SessionID, s *Session) *tls.ConnectionState {
-	_ = id
-	if ep.sec == nil || s == nil {
-		return nil
-	}
-	t := ep.sec.byID[s.tag]
-	if t == nil || !t.a.Established() {
-		return nil
-	}
-	st := t.a.ConnectionState()
-	return &st
+// tlsAuthOf is the TLS state of the session an event opened: the state
+// of its TLS association (the event's SessionTag: a client session's own
+// association, a server session's the one whose packet made it, which
+// alone may reach it); nil for a plaintext session. It is taken once per
+// session (one allocation then, none per call).
+func (ep *Endpoint) tlsAuthOf(ev proto.Event) *tls.ConnectionState {
+	return ep.tlsStateOf(ev.SessionTag)
 }
 
 // spiffeID is the SPIFFE ID of st's verified leaf: its one URI SAN, if
@@ -142,7 +129,7 @@ func (ep *Endpoint) sessionOpened(ev proto.Event, s *Session, server bool) {
 	if server {
 		s = nil
 	}
-	a := ep.peerAuthOf(ev.Session, ev.Peer, s)
+	a := ep.peerAuthOf(ev, ev.Peer)
 	switch {
 	case !server && s != nil:
 		s.auth.Store(a)
