@@ -76,10 +76,10 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 // while another is ready.
 func (p *placement) pick(rs *readySet) *replica {
 	br := p.c.bal.Pick(p.info)
-	if cur := p.c.ready.Load(); cur != rs {
-		rs = cur // the balancer may have been updated since
-	}
 	r := rs.byBal[br]
+	if cur := p.c.ready.Load(); r == nil && br != nil && cur != rs {
+		r = cur.byBal[br] // the balancer was updated since rs
+	}
 	if r != nil && !p.wasTried(r) {
 		return r
 	}
@@ -124,8 +124,14 @@ func (p *placement) record(a attempt, err error) {
 		if r.failing.Load() != 0 {
 			r.failing.Store(0)
 		}
+		if r.probation.Load() {
+			r.okRun.Add(1)
+		}
 	} else {
 		r.failures.Add(1)
+		if r.probation.Load() {
+			r.okRun.Store(0)
+		}
 		neverRan = NotExecuted(err)
 		if !neverRan && replicaFault(err) && r.failing.Add(1) == ejectAfter {
 			p.c.kick() // the control goroutine ejects it

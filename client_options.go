@@ -14,7 +14,6 @@ type fleetOptions struct {
 	connectRate float64       // dials per second, client-wide; 0: defaultConnectRate
 	maxAge      time.Duration // 0: sessions never age out
 	policies    map[string]MethodPolicy
-	maxAttempts int // for methods without a policy; 0: defaultMaxAttempts
 }
 
 // Defaults of a Client.

@@ -23,6 +23,11 @@ type replica struct {
 	// failing counts the replica's consecutive failed calls (those that
 	// may have run); at ejectAfter it is ejected.
 	failing atomic.Int32
+	// probation: it came back from an ejection; okRun counts its
+	// successes in a row since, and at ejectForgiven its ejections are
+	// forgotten.
+	probation atomic.Bool
+	okRun     atomic.Int32
 
 	// Under Client.mu.
 	state        ReplicaState
@@ -30,6 +35,7 @@ type replica struct {
 	dialing      bool
 	dialFails    int
 	nextDial     time.Time
+	drained      bool         // its server drains: no new session before nextDial
 	old          []*fleetSess // sessions that take no new calls, closed once idle
 	ejections    int
 	ejectedUntil time.Time
@@ -132,6 +138,7 @@ func (c *Client) reconcile(now time.Time) time.Time {
 			switch {
 			case fs.s.draining.Load():
 				r.retire()
+				r.drained = true
 				r.nextDial = now.Add(drainRedial)
 			case fs.s.downs.Load() > 0: // it failed: redial, at once the first time
 				r.retire()
@@ -168,6 +175,12 @@ func (c *Client) reconcile(now time.Time) time.Time {
 			r.ejections++
 			r.ejectedUntil = now.Add(d)
 			r.failing.Store(0)
+			r.probation.Store(true)
+			r.okRun.Store(0)
+		}
+		if r.probation.Load() && r.okRun.Load() >= ejectForgiven {
+			r.probation.Store(false)
+			r.ejections = 0
 		}
 		if r.sess.Load() == nil && !r.dialing && !r.removed {
 			if now.Before(r.nextDial) {
@@ -210,7 +223,7 @@ func (r *replica) stateAt(now time.Time) ReplicaState {
 	switch {
 	case r.removed:
 		return ReplicaDraining
-	case fs == nil && len(r.old) > 0 && r.old[len(r.old)-1].s.draining.Load():
+	case fs == nil && r.drained:
 		return ReplicaDraining
 	case now.Before(r.ejectedUntil):
 		return ReplicaEjected
@@ -275,6 +288,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 		return
 	}
 	r.dialFails = 0
+	r.drained = false
 	fs := &fleetSess{s: s}
 	if c.opts.maxAge > 0 {
 		fs.retireAt = now.Add(c.opts.maxAge*4/5 + rand.N(c.opts.maxAge*2/5+1))

@@ -32,6 +32,9 @@ type loopState struct {
 	spin           spinWindow
 	shortParks     int // parks for a deadline or an answer due within parkResolution (see sleep)
 	deadlineSpins  int // idle turns spent waiting for such a deadline or answer
+	// Shutdown's drain: when it told the clients, and when it last
+	// refused a request (endpoint.go, drainQuiet).
+	drainedAt, lastRefusal proto.Time
 }
 
 func (l *loopState) init(handlers *handlerTable) {
@@ -337,6 +340,11 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 				s.onUp()
 			}
 			ep.sessionEvent(ev, true, false)
+		case proto.EventDraining:
+			if s := ep.loop.sessions[ev.Session]; s != nil {
+				s.draining.Store(true)
+				s.notifyWatch()
+			}
 		case proto.EventSessionAccepted:
 			ep.sessionEvent(ev, true, true)
 		case proto.EventSessionDown:

@@ -95,6 +95,7 @@ func (s *Session) Close() error {
 
 // connect opens an engine session to the server (on the loop).
 func (s *Session) connect(now proto.Time) {
+	s.draining.Store(false) // a new engine session: its server says anew
 	s.sid = s.ep.eng.Connect(now, s.addr)
 	s.live = true
 	s.ep.loop.sessions[s.sid] = s

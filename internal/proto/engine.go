@@ -33,6 +33,10 @@ type Engine struct {
 	byPeer   map[peerKey]*session   // server sessions, by the connect that made them
 	byClient map[clientKey]*session // confirmed server sessions, by client number
 
+	// draining: the endpoint is shutting down (Drain); every server
+	// packet carries wire.FlagDraining.
+	draining bool
+
 	born    Time // the first instant this engine saw: no session of it is older
 	bornSet bool
 
@@ -305,6 +309,9 @@ func (e *Engine) emit(to netip.AddrPort, h *wire.Header, payload []byte) {
 
 func (e *Engine) fill(p *Packet, to netip.AddrPort, h *wire.Header, payload []byte) {
 	p.To, p.Payload, p.headLen, p.Path = to, payload, wire.HeaderLen, 0
+	if e.draining && !h.Type.FromClient() {
+		h.Flags |= wire.FlagDraining
+	}
 	h.Put(p.head[:])
 	e.stats.PacketsOut++
 }
@@ -321,6 +328,9 @@ func (e *Engine) emitOnPath(to netip.AddrPort, h *wire.Header, payload []byte) {
 func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect, cookie []byte) {
 	p := e.newPacket()
 	p.To, p.headLen, p.Payload = to, wire.HeaderLen+wire.ConnectLen, cookie
+	if e.draining && !h.Type.FromClient() {
+		h.Flags |= wire.FlagDraining
+	}
 	h.Put(p.head[:])
 	c.Put(p.head[wire.HeaderLen:])
 	e.stats.PacketsOut++

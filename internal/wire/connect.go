@@ -129,4 +129,8 @@ const (
 	// again with the cookie echoed, which the server accepts even under
 	// pressure (like QUIC's Retry and TCP's SYN cookies).
 	CodeRetry
+	// CodeDraining marks the pong a shutting-down server sends unasked
+	// to each of its sessions' clients (with FlagDraining): it answers no
+	// ping.
+	CodeDraining
 )

@@ -1,0 +1,48 @@
+package erpc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestClientSpreadsAndFollowsResolver: a Client over three replicas
+// spreads its calls over all of them; a replica the resolver adds gets
+// calls, and one it removes gets none once it is gone.
+func TestClientSpreadsAndFollowsResolver(t *testing.T) {
+	net := newMemNet()
+	reps := startReplicas(t, net, 4, 0)
+	name := newFleetName()
+	testResolver.set(name, addrsOf(reps[:3])...)
+	c := newFleetClient(t, net, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	call := func(n int) {
+		t.Helper()
+		for range n {
+			if out, err := c.Call(ctx, "Echo", []byte("hi"), nil); err != nil || string(out) != "hi" {
+				t.Fatalf("Call: %q, %v", out, err)
+			}
+		}
+	}
+	waitReplicas(t, c, 1 /* ready */, 3)
+	call(300)
+	for i, r := range reps[:3] {
+		if r.runs.Load() == 0 {
+			t.Errorf("replica %d served no call of 300", i)
+		}
+	}
+	testResolver.set(name, reps[1].addr, reps[2].addr, reps[3].addr) // add 3, remove 0
+	waitReplicas(t, c, 1, 3)
+	for replicaState(c, reps[0].addr) != -1 {
+		time.Sleep(time.Millisecond)
+	}
+	before := reps[0].runs.Load()
+	call(300)
+	if got := reps[0].runs.Load(); got != before {
+		t.Errorf("removed replica served %d calls after its removal", got-before)
+	}
+	if reps[3].runs.Load() == 0 {
+		t.Errorf("added replica served no call of 300")
+	}
+}
