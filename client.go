@@ -38,8 +38,9 @@ type Client struct {
 	opts     fleetOptions
 	bal      balancer.Balancer
 	res      resolver.Resolver
-	budget   retryBudget
-	limiter  connectLimiter
+	budget   *balancer.RetryBudget
+	limiter  *balancer.ConnectLimiter
+	outlier  *balancer.Outlier
 	ready    atomic.Pointer[readySet] // the replicas that take new calls
 	closed   atomic.Bool
 	wake     chan struct{} // kicks the control goroutine
@@ -48,18 +49,20 @@ type Client struct {
 	dialsOut sync.WaitGroup
 	kickFn   func() // c.kick, which its sessions call on news (Session.watch)
 
-	mu       sync.Mutex // the control state below
-	replicas map[string]*replica
-	resErr   error // the resolver's last error, if its last word was one
-	dialErr  error // the last dial's error
+	mu        sync.Mutex // the control state below
+	replicas  map[string]*replica
+	resErr    error     // the resolver's last error, if its last word was one
+	lastSweep time.Time // the outlier detector's last latency check
+	dialErr   error     // the last dial's error
 }
 
 // readySet is a snapshot of the replicas that take new calls, replaced
 // whole when it changes, read without a lock by every call.
 type readySet struct {
 	list  []*replica
-	byBal map[*balancer.Replica]*replica
-	some  chan struct{} // closed if list is not empty; else closed when a later set has some
+	byBal map[*balancer.Replica]*replica // the ready ones
+	all   map[*balancer.Replica]*replica // every replica (for probes)
+	some  chan struct{}                  // closed if list is not empty; else closed when a later set has some
 }
 
 // ReplicaState is where a Client's replica stands.
@@ -157,10 +160,11 @@ func (ep *Endpoint) NewClient(target string, opt ...Option) (*Client, error) {
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.kickFn = c.kick
 	if c.bal == nil {
-		c.bal = defaultBalancer()
+		c.bal = balancer.P2C()
 	}
-	c.budget.init()
-	c.limiter.init(fo.connectRate, time.Now())
+	c.budget = balancer.NewRetryBudget(retryBudgetConfig)
+	c.limiter = balancer.NewConnectLimiter(fo.connectRate, connectBurst(fo.connectRate))
+	c.outlier = balancer.NewOutlier(outlierConfig)
 	c.ready.Store(&readySet{some: make(chan struct{})})
 	res, err := buildResolver(target, (*clientWatcher)(c))
 	if err != nil {

@@ -32,6 +32,7 @@ type attempt struct {
 	r     *replica
 	fs    *fleetSess
 	start time.Time
+	probe bool // the outlier detector's probe of an ejected replica
 }
 
 func (p *placement) init(c *Client, ctx context.Context, method string) {
@@ -44,7 +45,7 @@ func (p *placement) init(c *Client, ctx context.Context, method string) {
 	if k, ok := ctx.Value(hashKey{}).(string); ok {
 		p.info.Key, p.info.HasKey = k, true
 	}
-	c.budget.earn()
+	c.budget.Deposit(time.Now())
 }
 
 // next picks a replica for the next attempt, waiting for one to be ready
@@ -54,6 +55,10 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		rs, err := p.c.waitReady(ctx, p.method)
 		if err != nil {
 			return attempt{}, err
+		}
+		now := time.Now()
+		if a, ok := p.probe(rs, now); ok {
+			return a, nil
 		}
 		r := p.pick(rs)
 		fs := r.sess.Load()
@@ -68,8 +73,35 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		fs.inflight.Add(1)
 		p.remember(r)
 		p.attempts++
-		return attempt{r: r, fs: fs, start: time.Now()}, nil
+		return attempt{r: r, fs: fs, start: now}, nil
 	}
+}
+
+// probe makes this attempt the outlier detector's probe of an ejected
+// replica whose ejection has passed, if one is due (lock-free when none
+// is): a success brings it back.
+func (p *placement) probe(rs *readySet, now time.Time) (attempt, bool) {
+	br := p.c.outlier.Probe(now)
+	if br == nil {
+		return attempt{}, false
+	}
+	r := rs.all[br]
+	if cur := p.c.ready.Load(); r == nil {
+		r = cur.all[br]
+	}
+	var fs *fleetSess
+	if r != nil {
+		fs = r.sess.Load()
+	}
+	if fs == nil || p.wasTried(r) { // no session to probe on: later
+		p.c.outlier.ObserveProbe(br, balancer.DoneInfo{NeverRan: true}, now)
+		return attempt{}, false
+	}
+	r.bal.State.InFlight.Add(1)
+	fs.inflight.Add(1)
+	p.remember(r)
+	p.attempts++
+	return attempt{r: r, fs: fs, start: now, probe: true}, true
 }
 
 // pick asks the balancer, then keeps away from replicas tried already
@@ -114,30 +146,31 @@ func (p *placement) remember(r *replica) {
 // and the count of failures in a row that ejects a replica.
 func (p *placement) record(a attempt, err error) {
 	r := a.r
-	lat := time.Since(a.start)
+	now := time.Now()
+	lat := now.Sub(a.start)
 	r.bal.State.InFlight.Add(-1)
 	a.fs.inflight.Add(-1)
 	r.calls.Add(1)
-	neverRan := false
-	if err == nil {
-		r.bal.State.ObserveLatency(lat)
-		if r.failing.Load() != 0 {
-			r.failing.Store(0)
-		}
-		if r.probation.Load() {
-			r.okRun.Add(1)
-		}
-	} else {
+	d := balancer.DoneInfo{Latency: lat, Err: err}
+	if err != nil {
 		r.failures.Add(1)
-		if r.probation.Load() {
-			r.okRun.Store(0)
-		}
-		neverRan = NotExecuted(err)
-		if !neverRan && replicaFault(err) && r.failing.Add(1) == ejectAfter {
-			p.c.kick() // the control goroutine ejects it
-		}
+		d.NeverRan = NotExecuted(err)
 	}
-	p.c.bal.Done(&r.bal, balancer.DoneInfo{Latency: lat, Err: err, NeverRan: neverRan})
+	if !a.probe {
+		p.c.bal.Done(&r.bal, d) // the balancer keeps the latency average
+	}
+	if err != nil && !replicaFault(err) {
+		d.Err = nil // an answer, not the replica's fault: it counts as a success
+	}
+	var changed bool
+	if a.probe {
+		changed = p.c.outlier.ObserveProbe(&r.bal, d, now)
+	} else {
+		changed = p.c.outlier.Observe(&r.bal, d, now)
+	}
+	if changed {
+		p.c.kick() // the control goroutine republishes the ready set
+	}
 }
 
 // replicaFault reports whether a failure counts against the replica
@@ -161,7 +194,7 @@ func (p *placement) retry(ctx context.Context, err error) bool {
 	if NotExecuted(err) {
 		return true
 	}
-	if !p.pol.Idempotent || !retryableCode(CodeOf(err)) || !p.c.budget.spend() {
+	if !p.pol.Idempotent || !retryableCode(CodeOf(err)) || !p.c.budget.Withdraw(time.Now()) {
 		return false
 	}
 	p.retries++
@@ -195,7 +228,8 @@ func (c *Client) Call(ctx context.Context, method string, req, resp []byte) ([]b
 	var p placement
 	p.init(c, ctx, method)
 	if p.pol.Hedge > 0 {
-		return c.callHedged(ctx, &p, req, resp, nil)
+		hp := p // on the heap (the hedge's goroutines share it); p stays on the stack
+		return c.callHedged(ctx, &hp, req, resp, nil)
 	}
 	for {
 		a, err := p.next(ctx)

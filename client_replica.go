@@ -3,7 +3,6 @@ package erpc
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -13,32 +12,23 @@ import (
 
 // replica is one address behind a Client's target: its sessions and
 // counters. Calls read sess and update the counters lock-free; the rest is
-// the control goroutine's, under Client.mu.
+// the control goroutine's, under Client.mu. Ejection is the Client's
+// balancer.Outlier's (its state lives in bal.State).
 type replica struct {
 	bal      balancer.Replica // what the balancer sees; &bal is its identity
 	addr     string
 	sess     atomic.Pointer[fleetSess] // the session new calls go on; nil if none
 	calls    atomic.Uint64
 	failures atomic.Uint64
-	// failing counts the replica's consecutive failed calls (those that
-	// may have run); at ejectAfter it is ejected.
-	failing atomic.Int32
-	// probation: it came back from an ejection; okRun counts its
-	// successes in a row since, and at ejectForgiven its ejections are
-	// forgotten.
-	probation atomic.Bool
-	okRun     atomic.Int32
 
 	// Under Client.mu.
-	state        ReplicaState
-	removed      bool // the resolver no longer lists it
-	dialing      bool
-	dialFails    int
-	nextDial     time.Time
-	drained      bool         // its server drains: no new session before nextDial
-	old          []*fleetSess // sessions that take no new calls, closed once idle
-	ejections    int
-	ejectedUntil time.Time
+	state     ReplicaState
+	removed   bool // the resolver no longer lists it
+	dialing   bool
+	dialFails int
+	nextDial  time.Time
+	drained   bool         // its server drains: no new session before nextDial
+	old       []*fleetSess // sessions that take no new calls, closed once idle
 }
 
 // fleetSess is one session of a replica and the calls on it.
@@ -47,25 +37,6 @@ type fleetSess struct {
 	inflight atomic.Int64
 	retireAt time.Time // WithMaxSessionAge: replaced after this; zero: never
 }
-
-// Fleet policy constants. Variables so tests can shorten them.
-var (
-	// ejectAfter consecutive failures eject a replica, for ejectBase the
-	// first time, twice as long each time after (up to ejectMax), until
-	// it has served ejectForgiven calls in a row.
-	ejectAfter    int32 = 5
-	ejectBase           = time.Second
-	ejectMax            = time.Minute
-	ejectForgiven int32 = 50
-	// A replica's redial waits dialBackoffBase after its second failure
-	// in a row, doubling up to dialBackoffMax, jittered ±50 %; the first
-	// redial (a restarted server) goes at once.
-	dialBackoffBase = 50 * time.Millisecond
-	dialBackoffMax  = 5 * time.Second
-	// drainRedial is how long a replica whose server is draining waits
-	// before it is dialed again (if the resolver still lists it).
-	drainRedial = time.Second
-)
 
 func (r *replica) info() ReplicaInfo {
 	return ReplicaInfo{Addr: r.addr, State: r.state, InFlight: r.bal.State.InFlight.Load(),
@@ -92,16 +63,6 @@ func (r *replica) retire() {
 	}
 }
 
-// backoff is how long to wait before the next dial after n failures in a
-// row.
-func backoff(n int) time.Duration {
-	if n <= 1 {
-		return 0
-	}
-	d := min(dialBackoffBase<<min(n-2, 16), dialBackoffMax)
-	return d/2 + rand.N(d)
-}
-
 // control is the Client's one goroutine of its own: it dials, ejects and
 // returns replicas, retires sessions, and publishes the ready set.
 func (c *Client) control() {
@@ -123,7 +84,7 @@ func (c *Client) control() {
 // reconcile brings every replica's state up to date, starts the dials
 // due, closes idle retired sessions, and returns when it must run next.
 func (c *Client) reconcile(now time.Time) time.Time {
-	next := now.Add(time.Second)
+	next := now.Add(sweepEvery)
 	soon := func(t time.Time) {
 		if t.Before(next) {
 			next = t
@@ -133,6 +94,10 @@ func (c *Client) reconcile(now time.Time) time.Time {
 	resolveNow := false
 	c.mu.Lock()
 	changed := false
+	if now.Sub(c.lastSweep) >= sweepEvery {
+		c.lastSweep = now
+		changed = c.outlier.Sweep(now)
+	}
 	for addr, r := range c.replicas {
 		if fs := r.sess.Load(); fs != nil {
 			switch {
@@ -140,13 +105,17 @@ func (c *Client) reconcile(now time.Time) time.Time {
 				r.retire()
 				r.drained = true
 				r.nextDial = now.Add(drainRedial)
-			case fs.s.downs.Load() > 0: // it failed: redial, at once the first time
+			case fs.s.downs.Load() > 0: // it failed: redial, soon the first time
 				r.retire()
+				r.nextDial = now.Add(redial.Delay(r.dialFails, nil))
 				r.dialFails++
-				r.nextDial = now.Add(backoff(r.dialFails))
 				resolveNow = true
-			case c.opts.maxAge > 0 && !fs.retireAt.IsZero() && now.After(fs.retireAt) && !r.dialing && !r.removed:
-				c.startDial(r, now) // its successor; it retires once that is up
+			case c.opts.maxAge > 0 && now.After(fs.retireAt) && !r.dialing && !r.removed:
+				if c.limiter.Allow(now) {
+					c.startDial(r) // its successor; it retires once that is up
+				} else {
+					soon(now.Add(c.connectGap()))
+				}
 			}
 		}
 		keep := r.old[:0]
@@ -170,35 +139,20 @@ func (c *Client) reconcile(now time.Time) time.Time {
 				continue
 			}
 		}
-		if r.failing.Load() >= ejectAfter && r.state == ReplicaReady && c.readyCount() > 1 {
-			d := min(ejectBase<<min(r.ejections, 16), ejectMax)
-			r.ejections++
-			r.ejectedUntil = now.Add(d)
-			r.failing.Store(0)
-			r.probation.Store(true)
-			r.okRun.Store(0)
-		}
-		if r.probation.Load() && r.okRun.Load() >= ejectForgiven {
-			r.probation.Store(false)
-			r.ejections = 0
-		}
 		if r.sess.Load() == nil && !r.dialing && !r.removed {
-			if now.Before(r.nextDial) {
+			switch {
+			case now.Before(r.nextDial):
 				soon(r.nextDial)
-			} else if at, ok := c.limiter.take(now); ok {
-				c.startDial(r, now)
-			} else {
-				soon(at)
+			case c.limiter.Allow(now):
+				c.startDial(r)
+			default:
+				soon(now.Add(c.connectGap()))
 			}
-		}
-		st := r.stateAt(now)
-		if st == ReplicaEjected {
-			soon(r.ejectedUntil)
 		}
 		if fs := r.sess.Load(); fs != nil && c.opts.maxAge > 0 {
 			soon(fs.retireAt)
 		}
-		if st != r.state {
+		if st := c.stateOf(r); st != r.state {
 			r.state = st
 			changed = true
 		}
@@ -217,15 +171,18 @@ func (c *Client) reconcile(now time.Time) time.Time {
 	return next
 }
 
-// stateAt is the replica's state from its fields (under Client.mu).
-func (r *replica) stateAt(now time.Time) ReplicaState {
+// connectGap is the time one connect slot takes to refill.
+func (c *Client) connectGap() time.Duration {
+	return time.Duration(float64(time.Second) / c.opts.connectRate)
+}
+
+// stateOf is the replica's state from its fields (under Client.mu).
+func (c *Client) stateOf(r *replica) ReplicaState {
 	fs := r.sess.Load()
 	switch {
-	case r.removed:
+	case r.removed, fs == nil && r.drained:
 		return ReplicaDraining
-	case fs == nil && r.drained:
-		return ReplicaDraining
-	case now.Before(r.ejectedUntil):
+	case c.outlier.Status(&r.bal) != balancer.Serving:
 		return ReplicaEjected
 	case fs != nil:
 		return ReplicaReady
@@ -233,19 +190,8 @@ func (r *replica) stateAt(now time.Time) ReplicaState {
 	return ReplicaConnecting
 }
 
-// readyCount is how many replicas are ready (under Client.mu).
-func (c *Client) readyCount() int {
-	n := 0
-	for _, r := range c.replicas {
-		if r.state == ReplicaReady {
-			n++
-		}
-	}
-	return n
-}
-
 // startDial dials r in the background (under Client.mu).
-func (c *Client) startDial(r *replica, now time.Time) {
+func (c *Client) startDial(r *replica) {
 	r.dialing = true
 	c.dialsOut.Add(1)
 	go func() {
@@ -270,8 +216,8 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	c.mu.Lock()
 	r.dialing = false
 	if err != nil {
+		r.nextDial = now.Add(redial.Delay(r.dialFails, nil))
 		r.dialFails++
-		r.nextDial = now.Add(max(backoff(r.dialFails), dialBackoffBase))
 		c.dialErr = err
 		res := c.res
 		c.mu.Unlock()
@@ -291,7 +237,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	r.drained = false
 	fs := &fleetSess{s: s}
 	if c.opts.maxAge > 0 {
-		fs.retireAt = now.Add(c.opts.maxAge*4/5 + rand.N(c.opts.maxAge*2/5+1))
+		fs.retireAt = now.Add(balancer.AgeJitter(c.opts.maxAge, 0.2, nil))
 	}
 	r.retire() // the aged one, if this is its successor
 	r.sess.Store(fs)
@@ -304,15 +250,19 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 // publishes them to the calls (under Client.mu).
 func (c *Client) publishLocked() {
 	old := c.ready.Load()
-	rs := &readySet{byBal: map[*balancer.Replica]*replica{}}
+	rs := &readySet{byBal: map[*balancer.Replica]*replica{}, all: map[*balancer.Replica]*replica{}}
 	bals := []*balancer.Replica{}
+	all := make([]*balancer.Replica, 0, len(c.replicas))
 	for _, r := range c.replicas {
+		all = append(all, &r.bal)
+		rs.all[&r.bal] = r
 		if r.state == ReplicaReady && r.sess.Load() != nil {
 			rs.list = append(rs.list, r)
 			rs.byBal[&r.bal] = r
 			bals = append(bals, &r.bal)
 		}
 	}
+	c.outlier.SetReplicas(all)
 	c.bal.Update(bals)
 	switch {
 	case len(rs.list) > 0:
