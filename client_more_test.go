@@ -70,8 +70,10 @@ func TestClientStreamStaysOnReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 		ep := net.Listen(t, srv)
+		mu.Lock() // the handler reads it under mu
 		self = ep.Addr().String()
-		addrs = append(addrs, self)
+		mu.Unlock()
+		addrs = append(addrs, ep.Addr().String())
 	}
 	name := newFleetName()
 	testResolver.set(name, addrs...)
@@ -134,7 +136,7 @@ func TestClientHashKey(t *testing.T) {
 type sessionCounter struct{ n *atomic.Int64 }
 
 func (sessionCounter) CallBegin(ctx context.Context, _ erpc.CallInfo) context.Context { return ctx }
-func (sessionCounter) CallEnd(context.Context, erpc.CallInfo, erpc.CallEnd)         {}
+func (sessionCounter) CallEnd(context.Context, erpc.CallInfo, erpc.CallEnd)           {}
 func (s sessionCounter) SessionEvent(ev erpc.SessionEvent) {
 	if ev.Server && ev.Up {
 		s.n.Add(1)

@@ -146,6 +146,26 @@
 // duplication, reordering, NAT rebinding and port reuse) and against
 // attackers who cannot read the traffic; see Limitations.
 //
+// # Many servers
+//
+// NewClient makes a Client over every replica behind a target that a
+// resolver watches (package resolver: "dns:///name:port",
+// "static:///a:1,b:2", "host:port"); it has a Session's call API, and
+// Invoke and generated clients take either (Conn). It keeps one Session
+// per replica, dialed in the background under a client-wide connect rate
+// with backoff and jitter, and places each call with a Balancer (package
+// balancer; power of two choices by default). A replica whose calls keep
+// failing is ejected for a time that grows, and real calls probe it back.
+// A server's Shutdown tells its sessions' clients at once (a notice, and
+// a mark on every packet it sends from then on: Session.Draining), and a
+// Client sends it no new call from then on; what was already on its way
+// is refused as never run. A call that never ran goes to another replica
+// (MethodPolicy.MaxAttempts, 3 by default); other failures are repeated
+// only for Idempotent methods, within a retry budget of a tenth of the
+// calls, and hedging (MethodPolicy.Hedge) is for Idempotent methods only:
+// a call that may have run is never sent twice otherwise. Interceptors and
+// the StatsHandler see each attempt, with its replica in CallInfo.Peer.
+//
 // # Congestion control, multipath and overload
 //
 // Each client session keeps a delay-based window (Swift-style, package
@@ -209,8 +229,12 @@
 // to 1-2 ms when the process is otherwise idle (Go's timers). Continuations,
 // Post functions and OnLoop handlers are never handed off: one that blocks
 // holds every call of its endpoint meanwhile (logged after WithStallLog).
-// A Session talks to one server: there is no client-side load balancing
-// over several. The transports are UDP, shared memory and the in-memory
+// A Client's drain is exact for clients that hear the server's notice
+// within its linger (100 ms without a request, at most 1 s): a request
+// sent later, after the server closed, fails as one that may have run
+// (the closing notice names the lowest request number the server never
+// saw, and a session's slots are numbered apart). The transports are
+// UDP, shared memory and the in-memory
 // network: no TCP, no kernel bypass.
 //
 // # Stability
