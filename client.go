@@ -242,6 +242,9 @@ func (c *Client) waitReady(ctx context.Context, method string) (*readySet, error
 	if len(rs.list) > 0 {
 		return rs, nil
 	}
+	if c.ep.blockingRefused() { // the loop could not wait for its own dials
+		return nil, notRun(errOnLoop("a Client call with no replica ready", "use Client.Go there, or call from another goroutine"))
+	}
 	t := time.NewTimer(c.ep.failureTimeout())
 	defer t.Stop()
 	for {

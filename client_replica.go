@@ -221,7 +221,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 		c.dialErr = err
 		res := c.res
 		c.mu.Unlock()
-		if res != nil {
+		if res != nil && !c.closed.Load() {
 			res.ResolveNow()
 		}
 		c.kick()
