@@ -224,3 +224,47 @@ func TestClientResolveNowOnDialFailure(t *testing.T) {
 		t.Errorf("dead replica is %v, want connecting", st)
 	}
 }
+
+// TestClientBalancerChoice: over the real client, one replica of three
+// ten times slower: power of two choices sends it few of the calls,
+// round robin its third.
+func TestClientBalancerChoice(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		bal      func() balancer.Balancer
+		min, max float64 // the slow replica's share
+	}{
+		{"p2c", balancer.P2C, 0, 0.15},
+		{"roundrobin", balancer.RoundRobin, 0.25, 0.42},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := newMemNet()
+			fast := startReplicas(t, net, 2, 200*time.Microsecond)
+			slow := startReplicas(t, net, 1, 5*time.Millisecond)
+			name := newFleetName()
+			testResolver.set(name, append(addrsOf(fast), slow[0].addr)...)
+			c := newFleetClient(t, net, name, erpc.WithBalancer(tc.bal()))
+			waitReplicas(t, c, erpc.ReplicaReady, 3)
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 100 {
+						if _, err := c.Call(context.Background(), "Echo", nil, nil); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			total := float64(fast[0].runs.Load() + fast[1].runs.Load() + slow[0].runs.Load())
+			share := float64(slow[0].runs.Load()) / total
+			t.Logf("slow replica's share: %.3f of %.0f calls", share, total)
+			if share < tc.min || share > tc.max {
+				t.Errorf("slow replica's share %.3f, want %.2f to %.2f", share, tc.min, tc.max)
+			}
+		})
+	}
+}
