@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/erpc-go/erpc"
 )
 
 // TestClientSpreadsAndFollowsResolver: a Client over three replicas
@@ -44,5 +46,30 @@ func TestClientSpreadsAndFollowsResolver(t *testing.T) {
 	}
 	if reps[3].runs.Load() == 0 {
 		t.Errorf("added replica served no call of 300")
+	}
+}
+
+// TestClientCloseLeavesNothing: the package-level NewClient on a plain
+// target (passthrough) opens its own endpoint; Close stops its control
+// goroutine, dials, sessions and endpoint, leaving no goroutine behind.
+func TestClientCloseLeavesNothing(t *testing.T) {
+	checkLeaks(t)
+	srv := listenT(t, rawEcho(t), "mem://"+newFleetName())
+	c, err := erpc.NewClient(srv.Target())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 10 {
+		if _, err := c.Call(ctx, "EchoInPlace", []byte("x"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(ctx, "EchoInPlace", []byte("x"), nil); !erpc.NotExecuted(err) {
+		t.Errorf("call after Close: %v, want a NotExecuted error", err)
 	}
 }
