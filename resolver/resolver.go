@@ -44,6 +44,8 @@ type Resolver interface {
 	// when dials to the known addresses fail. It never blocks.
 	ResolveNow()
 	// Close stops the watch; no Watcher method is called after it returns.
+	// It waits for a Watcher call in progress, so a Watcher method must
+	// not call Close on the resolver calling it.
 	Close()
 }
 
