@@ -48,6 +48,7 @@ func TestClientDrainNoFailures(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	victim := reps[0]
+	deadlineHold := time.Now().Add(5 * time.Second)
 	// A call held on the victim keeps its Shutdown waiting, so that the
 	// drain is seen while the victim still serves.
 	held := make(chan error, 1)
@@ -58,7 +59,10 @@ func TestClientDrainNoFailures(t *testing.T) {
 		}
 		held <- err
 	}()
-	for victim.arrived.Load() == 0 || victim.runs.Load() == 0 {
+	for victim.holding.Load() == 0 {
+		if time.Now().After(deadlineHold) {
+			t.Fatal("the held call did not start in 5 s")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(10 * time.Millisecond)

@@ -88,6 +88,7 @@ type replicaServer struct {
 	runs    atomic.Int64  // handler executions
 	arrived atomic.Int64  // requests that reached the endpoint
 	release chan struct{} // ends the "Hold" calls
+	holding atomic.Int64  // "Hold" calls started
 }
 
 // arrivals is a StatsHandler counting the requests an endpoint serves or
@@ -112,6 +113,7 @@ func startReplicas(t *testing.T, net *memNet, n int, delay time.Duration, opts .
 		rs := &replicaServer{release: make(chan struct{})}
 		srv := erpc.NewServer()
 		if err := srv.Handle("Hold", func(ctx context.Context, req []byte) ([]byte, error) {
+			rs.holding.Add(1)
 			<-rs.release
 			return req, nil
 		}, erpc.Background()); err != nil {

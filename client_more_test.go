@@ -18,7 +18,7 @@ func TestClientGo(t *testing.T) {
 	reps := startReplicas(t, net, 3, 0)
 	name := newFleetName()
 	testResolver.set(name, addrsOf(reps)...)
-	c := newFleetClient(t, net, name)
+	c := newFleetClient(t, net, name, erpc.WithBalancer(balancer.RoundRobin()))
 	const n = 300
 	var wg sync.WaitGroup
 	var bad atomic.Int64

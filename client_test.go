@@ -6,17 +6,19 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/balancer"
 )
 
 // TestClientSpreadsAndFollowsResolver: a Client over three replicas
-// spreads its calls over all of them; a replica the resolver adds gets
-// calls, and one it removes gets none once it is gone.
+// (round robin, so that each has its turn: sequential calls with P2C
+// favour the fastest) spreads its calls over all of them; a replica the
+// resolver adds gets calls, and one it removes gets none once it is gone.
 func TestClientSpreadsAndFollowsResolver(t *testing.T) {
 	net := newMemNet()
 	reps := startReplicas(t, net, 4, 0)
 	name := newFleetName()
 	testResolver.set(name, addrsOf(reps[:3])...)
-	c := newFleetClient(t, net, name)
+	c := newFleetClient(t, net, name, erpc.WithBalancer(balancer.RoundRobin()))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	call := func(n int) {
