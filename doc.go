@@ -165,6 +165,10 @@
 // calls, and hedging (MethodPolicy.Hedge) is for Idempotent methods only:
 // a call that may have run is never sent twice otherwise. Interceptors and
 // the StatsHandler see each attempt, with its replica in CallInfo.Peer.
+// A Client's sessions share one endpoint (its loop); the Client adds one
+// goroutine of its own, which follows the resolver, dials (a goroutine
+// per dial in progress), ejects and ages replicas, while calls pick a
+// replica lock-free and allocate nothing in steady state.
 //
 // # Congestion control, multipath and overload
 //
