@@ -103,7 +103,7 @@ type ReplicaInfo struct {
 	State    ReplicaState
 	InFlight int64  // calls placed on it and not yet ended
 	Calls    uint64 // call attempts placed on it
-	Failures uint64 // of which failed
+	Failures uint64 // of which failed (refusals that never ran included)
 	Latency  time.Duration
 }
 

@@ -3,6 +3,7 @@ package erpc
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/erpc-go/erpc/balancer"
@@ -62,11 +63,12 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		}
 		r := p.pick(rs)
 		fs := r.sess.Load()
-		if fs == nil { // it just left the ready set
+		if fs == nil { // it just left the ready set, which is republished soon
 			p.remember(r)
 			if p.ntried >= len(rs.list) {
 				p.ntried = 0 // all tried: let the next pick start over
 			}
+			runtime.Gosched()
 			continue
 		}
 		r.bal.State.InFlight.Add(1)
@@ -174,11 +176,13 @@ func (p *placement) record(a attempt, err error) {
 }
 
 // replicaFault reports whether a failure counts against the replica
-// (for ejection): its session failed or it could not answer, as opposed
-// to a handler's answer or the caller's own cancel.
+// (for ejection): its session failed or it could not serve (Unavailable,
+// Internal), as opposed to a handler's answer (a plain error is Unknown)
+// or the caller's own deadline or cancel (a replica too slow for its
+// callers is the latency check's to eject).
 func replicaFault(err error) bool {
 	switch CodeOf(err) {
-	case Unavailable, Internal, Unknown, DeadlineExceeded:
+	case Unavailable, Internal:
 		return true
 	}
 	return false
@@ -208,10 +212,12 @@ func (p *placement) retry(ctx context.Context, err error) bool {
 	}
 }
 
-// retryableCode: failures an idempotent method is retried after.
+// retryableCode: failures an idempotent method is retried after: the
+// server or its session failed, or it asked for another try; not a
+// handler's answer (a plain error is Unknown).
 func retryableCode(c Code) bool {
 	switch c {
-	case Unavailable, Internal, Unknown, Aborted, ResourceExhausted:
+	case Unavailable, Aborted, ResourceExhausted:
 		return true
 	}
 	return false

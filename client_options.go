@@ -30,8 +30,10 @@ const (
 // MethodPolicy says how a Client may repeat calls to one method.
 //
 // A call that provably never ran (NotExecuted) is always tried again on
-// another replica, up to MaxAttempts. Any other failure is repeated only
-// for an Idempotent method, under the client's retry budget. Hedge,
+// another replica, up to MaxAttempts. Another failure (Unavailable,
+// Aborted, ResourceExhausted: not a handler's own answer) is repeated
+// only for an Idempotent method, under the client's retry budget, after
+// a pause of 10 ms doubling (jittered). Hedge,
 // for an Idempotent method only, sends a second copy to another replica
 // when the first has not answered after that long; the first answer wins
 // and the other copy is canceled.
