@@ -149,8 +149,8 @@ func (c *Client) reconcile(now time.Time) time.Time {
 				soon(now.Add(c.connectGap()))
 			}
 		}
-		if fs := r.sess.Load(); fs != nil && c.opts.maxAge > 0 {
-			soon(fs.retireAt)
+		if fs := r.sess.Load(); fs != nil && c.opts.maxAge > 0 && !r.dialing {
+			soon(fs.retireAt) // (while its successor dials, its answer kicks)
 		}
 		if st := c.stateOf(r); st != r.state {
 			r.state = st
