@@ -139,10 +139,12 @@
 // shutting down, no such method, too large), it was never sent, or its
 // session ended before it reached a live server session (the server's reset
 // or closing notice proves it; a client believes a reset only if it echoes
-// a packet the client has in flight). erpc retries only the last kind,
-// once, on a new session; every other failure, and every call that may
-// have run, is the caller's to retry or not, and NotExecuted says when that
-// is safe. These promises hold against the network's own behaviour (loss,
+// a packet the client has in flight). A Session retries only the last
+// kind, once, on a new session; every other failure, and every call that
+// may have run, is the caller's to retry or not, and NotExecuted says when
+// that is safe. (A Client also sends a call that never ran to another
+// replica, and repeats a failure that may have run only for a method its
+// caller marked Idempotent: see Many servers.) These promises hold against the network's own behaviour (loss,
 // duplication, reordering, NAT rebinding and port reuse) and against
 // attackers who cannot read the traffic; see Limitations.
 //
