@@ -151,12 +151,38 @@
 // shutting down, no such method, too large), it was never sent, or its
 // session ended before it reached a live server session (the server's reset
 // or closing notice proves it; a client believes a reset only if it echoes
-// a packet the client has in flight). erpc retries only the last kind,
-// once, on a new session; every other failure, and every call that may
-// have run, is the caller's to retry or not, and NotExecuted says when that
-// is safe. These promises hold against the network's own behaviour (loss,
+// a packet the client has in flight). A Session retries only the last
+// kind, once, on a new session; every other failure, and every call that
+// may have run, is the caller's to retry or not, and NotExecuted says when
+// that is safe. (A Client also sends a call that never ran to another
+// replica, and repeats a failure that may have run only for a method its
+// caller marked Idempotent: see Many servers.) These promises hold against the network's own behaviour (loss,
 // duplication, reordering, NAT rebinding and port reuse) and against
 // attackers who cannot read the traffic; see Limitations.
+//
+// # Many servers
+//
+// NewClient makes a Client over every replica behind a target that a
+// resolver watches (package resolver: "dns:///name:port",
+// "static:///a:1,b:2", "host:port"); it has a Session's call API, and
+// Invoke and generated clients take either (Conn). It keeps one Session
+// per replica, dialed in the background under a client-wide connect rate
+// with backoff and jitter, and places each call with a Balancer (package
+// balancer; power of two choices by default). A replica whose calls keep
+// failing is ejected for a time that grows, and real calls probe it back.
+// A server's Shutdown tells its sessions' clients at once (a notice, and
+// a mark on every packet it sends from then on: Session.Draining), and a
+// Client sends it no new call from then on; what was already on its way
+// is refused as never run. A call that never ran goes to another replica
+// (MethodPolicy.MaxAttempts, 3 by default); other failures are repeated
+// only for Idempotent methods, within a retry budget of a tenth of the
+// calls, and hedging (MethodPolicy.Hedge) is for Idempotent methods only:
+// a call that may have run is never sent twice otherwise. Interceptors and
+// the StatsHandler see each attempt, with its replica in CallInfo.Peer.
+// A Client's sessions share one endpoint (its loop); the Client adds one
+// goroutine of its own, which follows the resolver, dials (a goroutine
+// per dial in progress), ejects and ages replicas, while calls pick a
+// replica lock-free and allocate nothing in steady state.
 //
 // # Congestion control, multipath and overload
 //
@@ -234,10 +260,15 @@
 // to 1-2 ms when the process is otherwise idle (Go's timers). Continuations,
 // Post functions and OnLoop handlers are never handed off: one that blocks
 // holds every call of its endpoint meanwhile (logged after WithStallLog).
-// A Session talks to one server: there is no client-side load balancing
-// over several. The transports are UDP, TCP (for networks that drop or
-// throttle UDP: "tcp://host:port", package transport/tcp), shared memory
-// and the in-memory network: no kernel bypass.
+// A Client's drain is exact for clients that hear the server's notice
+// within its linger (100 ms without a request, at most 1 s): a request
+// sent later, after the server closed, fails as one that may have run
+// (the closing notice names the lowest request number the server never
+// saw, and a session's slots are numbered apart). The transports are
+// UDP, TCP (for networks that drop or throttle UDP: "tcp://host:port",
+// package transport/tcp), shared memory and the in-memory network; AF_XDP
+// kernel bypass is a transport of its own module (transport/xdp), passed
+// with WithTransport.
 //
 // # Stability
 //
@@ -305,8 +336,15 @@
 //     internal/seal (the protected packet format); tls_policy.go (which
 //     addresses need WithTLS or Insecure), peerauth.go (PeerAuth: what
 //     is known for certain of a session's peer).
-//   - Many servers: package resolver (targets to address sets), package
-//     balancer (placing calls, ejection, backoff, retry budget).
+//   - Many servers: client.go (Client: NewClient, Replicas, Close),
+//     client_replica.go (replicas, their sessions and dials, the
+//     resolver's updates, ejection, the ready set), client_call.go
+//     (placing a call, failover and retries), client_hedge.go (hedged
+//     calls), client_go.go (Client.Go), client_policy.go (the connect
+//     limit, the retry budget), client_options.go (its options), conn.go
+//     (Conn: what Invoke and generated clients call over); package
+//     resolver (targets to address sets), package balancer (placing
+//     calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/tcp, transport/shm, transport/memnet; tcp_listen.go
 //     (opening "tcp://" endpoints); transport/transporttest and

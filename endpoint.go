@@ -335,7 +335,12 @@ func (ep *Endpoint) Close() error {
 	return ep.closeErr
 }
 
-// Shutdown stops accepting new calls and requests, waits until the calls in
+// Shutdown stops accepting new calls and requests, tells its sessions'
+// clients at once that it is draining (Session.Draining: a Client sends
+// them no new call from then on), and refuses the requests that still
+// come (as never run, so a Client sends them elsewhere) until its clients
+// have closed their sessions or none has come for 100 ms (at most 1 s).
+// It waits until the calls in
 // flight (both the ones this endpoint makes and the ones it serves) have
 // completed or ctx ends, then closes the endpoint. It returns ctx's error if
 // it had to cut calls short. Called from an inline handler, it hands the
@@ -352,6 +357,10 @@ func (ep *Endpoint) Shutdown(ctx context.Context) error {
 	}
 	if ep.state.CompareAndSwap(stateOpen, stateDraining) {
 		ep.post(command{kind: cmdFunc, fn: ep.shutdownStreams}) // streams end now, with Unavailable
+		ep.post(command{kind: cmdFunc, fn: func() {
+			ep.loop.drainedAt = ep.now()
+			ep.eng.Drain(ep.loop.drainedAt)
+		}})
 	}
 	self := ep.workers.isWorker() // a background handler waits for the others
 	var err error
@@ -379,7 +388,7 @@ func (ep *Endpoint) drained(self bool) bool {
 	}
 	ep.post(command{kind: cmdFunc, fn: func() {
 		st := ep.eng.Stats()
-		reply <- st.PendingCalls == 0 && st.HeldRequests <= held && ep.workers.idle(self)
+		reply <- st.PendingCalls == 0 && st.HeldRequests <= held && ep.workers.idle(self) && ep.drainQuiet(st)
 	}})
 	select {
 	case ok := <-reply:
@@ -387,6 +396,25 @@ func (ep *Endpoint) drained(self bool) bool {
 	case <-ep.loopDone:
 		return true
 	}
+}
+
+// Shutdown lingers after telling its clients it drains: until they have
+// all closed their sessions (a Client closes one when its calls there
+// are done), or no request has reached it for drainQuiet, or for at most
+// drainLinger. A request a client sent before it heard is then refused
+// as never run (and goes to another server) rather than cut off by the
+// close, whose notice cannot always say that it never ran.
+const (
+	drainQuiet  = 100 * time.Millisecond
+	drainLinger = time.Second
+)
+
+// drainQuiet reports whether Shutdown may close (on the loop): its
+// clients have left or stopped sending, or it has waited long enough.
+func (ep *Endpoint) drainQuiet(st proto.Stats) bool {
+	now := ep.now()
+	quietSince := max(ep.loop.lastRefusal, ep.loop.drainedAt) // the notice had to reach them
+	return st.ServerSessions == 0 || now.Sub(quietSince) >= drainQuiet || now.Sub(ep.loop.drainedAt) >= drainLinger
 }
 
 // Stats returns the endpoint's protocol counters and gauges. From the

@@ -151,6 +151,7 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 		return
 	case ep.state.Load() != stateOpen:
 		ep.statsRefused(h, hd.name, errShuttingDown)
+		ep.loop.lastRefusal = now // Shutdown lingers while requests come (drained)
 		_ = ep.eng.Respond(now, h, uint8(Unavailable), refusalPayload(errShuttingDown))
 		return
 	}

@@ -35,6 +35,9 @@ type loopState struct {
 	shortParks     int // parks for a deadline or an answer due within parkResolution (see sleep)
 	deadlineSpins  int // idle turns spent waiting for such a deadline or answer
 	mem            memRelease
+	// Shutdown's drain: when it told the clients, and when it last
+	// refused a request (endpoint.go, drainQuiet).
+	drainedAt, lastRefusal proto.Time
 }
 
 func (l *loopState) init(handlers *handlerTable) {
@@ -364,6 +367,11 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 				s.onUp()
 			}
 			ep.sessionEvent(ev, true, false)
+		case proto.EventDraining:
+			if s := ep.loop.sessions[ev.Session]; s != nil {
+				s.draining.Store(true)
+				s.notifyWatch()
+			}
 		case proto.EventSessionAccepted:
 			ep.sessionOpened(ev, nil, true)
 			ep.sessionEvent(ev, true, true)

@@ -45,6 +45,8 @@ type options struct {
 	tlsConfig *tls.Config // WithTLS (tls_options.go)
 	insecure  bool        // Insecure
 	tlsSet    bool        // WithTLS was given (with a nil config, checkTLS refuses it)
+
+	fleet fleetOptions // NewClient's (client_options.go)
 }
 
 func defaultOptions() options {

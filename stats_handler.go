@@ -30,8 +30,8 @@ type StatsHandler interface {
 type CallInfo struct {
 	Method   string         // "" for a request to a method the server does not have
 	Server   bool           // a call this endpoint serves (else one it makes)
-	Peer     netip.AddrPort // the other end
-	Target   string         // the client's: what its session dialed (a name, before resolving)
+	Peer     netip.AddrPort // the other end: for a Client's call, the replica this attempt went to
+	Target   string         // the client's: what its session dialed (a name, before resolving; a Client's replica's address)
 	Start    time.Time
 	ReqBytes int
 }

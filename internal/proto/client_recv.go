@@ -27,6 +27,13 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 		}
 		return
 	}
+	if h.Flags&wire.FlagDraining != 0 {
+		e.onDraining(s)
+		if h.Type == wire.TypePong && h.Code == wire.CodeDraining {
+			s.lastHeard = now
+			return // the notice answers no ping
+		}
+	}
 	if !s.up {
 		if h.Type == wire.TypeConnectAck {
 			e.onConnectAck(now, s, h, payload)

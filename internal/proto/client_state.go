@@ -71,6 +71,7 @@ func (sl *clientSlot) waiting() bool {
 
 // clientSide is the state only client sessions have.
 type clientSide struct {
+	draining bool // the server said it is shutting down (EventDraining sent)
 	slots    []clientSlot
 	backlog  callQueue
 	pending  int // calls accepted and not completed

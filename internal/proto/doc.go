@@ -166,6 +166,13 @@
 //     and every packet it sends carries its tag (Packet.Tag). So one
 //     authenticated peer that learned another's token cannot reach its
 //     session.
+//   - Drain (Engine.Drain): a server about to shut down tells each
+//     session's client at once (an unasked pong, CodeDraining) and flags
+//     every packet it sends from then on (FlagDraining); the client
+//     reports EventDraining once per session, so that a fleet client
+//     sends new calls elsewhere within one trip. The session goes on: the
+//     driver refuses new requests (as never run) and closes when the
+//     held ones are answered.
 //   - No TX DMA flush: the transports copy a datagram before Send returns
 //     (the kernel, or the shared-memory ring), and a completed call's
 //     packets still queued are withdrawn, so a request buffer goes back to

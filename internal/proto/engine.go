@@ -33,6 +33,10 @@ type Engine struct {
 	byPeer   map[peerKey]*session   // server sessions, by the connect that made them
 	byClient map[clientKey]*session // confirmed server sessions, by client number
 
+	// draining: the endpoint is shutting down (Drain); every server
+	// packet carries wire.FlagDraining.
+	draining bool
+
 	born    Time // the first instant this engine saw: no session of it is older
 	bornSet bool
 
@@ -346,6 +350,9 @@ func (e *Engine) emitFor(s *session, to netip.AddrPort, h *wire.Header, payload 
 
 func (e *Engine) fill(p *Packet, to netip.AddrPort, h *wire.Header, payload []byte) {
 	p.To, p.Payload, p.headLen, p.Path, p.Tag = to, payload, wire.HeaderLen, 0, e.rxTag
+	if e.draining && !h.Type.FromClient() {
+		h.Flags |= wire.FlagDraining
+	}
 	h.Put(p.head[:])
 	e.stats.PacketsOut++
 }
@@ -364,6 +371,9 @@ func (e *Engine) emitOnPath(s *session, h *wire.Header, payload []byte) {
 func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect, cookie []byte, tag uint64) {
 	p := e.newPacket()
 	p.To, p.headLen, p.Payload, p.Tag = to, wire.HeaderLen+wire.ConnectLen, cookie, tag
+	if e.draining && !h.Type.FromClient() {
+		h.Flags |= wire.FlagDraining
+	}
 	h.Put(p.head[:])
 	c.Put(p.head[wire.HeaderLen:])
 	e.stats.PacketsOut++

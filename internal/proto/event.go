@@ -102,10 +102,15 @@ const (
 	// buffer when it was large enough), Status, Err. The engine has dropped
 	// every reference to the call's buffers.
 	EventResponse
+	// EventDraining: the server of a client session said it is shutting
+	// down (wire.FlagDraining): it refuses new requests, as never run,
+	// and ends the session once those it holds are answered. Once per
+	// session. Session, Peer.
+	EventDraining
 )
 
 var eventNames = [...]string{"invalid", "session-up", "session-down", "session-accepted",
-	"request", "request-canceled", "response"}
+	"request", "request-canceled", "response", "draining"}
 
 func (t EventType) String() string {
 	if int(t) < len(eventNames) {

@@ -348,6 +348,38 @@ func (e *Engine) sendClosing(s *session) {
 	e.stats.ResetsSent++
 }
 
+// Drain marks the engine as shutting down: from now on every packet it
+// sends as a server carries wire.FlagDraining, and each server session's
+// client is told at once, with a pong carrying CodeDraining (best effort:
+// a lost one is made good by the next answer's flag). The driver refuses
+// new requests itself (as never run); Drain changes nothing else.
+func (e *Engine) Drain(now Time) {
+	if e.draining {
+		return
+	}
+	e.draining = true
+	for _, s := range e.sessions {
+		if s == nil || s.s == nil {
+			continue
+		}
+		h := s.header(wire.TypePong, 0)
+		h.Code = wire.CodeDraining
+		to := s.s.from
+		if !to.IsValid() {
+			to = s.peer
+		}
+		e.emit(to, &h, nil)
+	}
+}
+
+// onDraining notes that client session s's server is shutting down.
+func (e *Engine) onDraining(s *session) {
+	if !s.c.draining {
+		s.c.draining = true
+		e.emitEvent(Event{Type: EventDraining, Session: s.id(), Peer: s.peer})
+	}
+}
+
 // endServerSession orphans the session's running requests and forgets it.
 func (e *Engine) endServerSession(now Time, s *session) {
 	for i := range s.s.slots {

@@ -139,4 +139,8 @@ const (
 	// internal/seal). The client fails that dial only: never falls back
 	// to plaintext.
 	CodeTLSUnsupported
+	// CodeDraining marks the pong a shutting-down server sends unasked
+	// to each of its sessions' clients (with FlagDraining): it answers no
+	// ping.
+	CodeDraining
 )

@@ -132,9 +132,15 @@
 // never saw on that session: requests numbered that or higher never ran.
 // Its MsgSize is the client's token, which the client checks: the server's
 // token travels in every client packet, the client's only in the server's.
-// It is the only packet a server sends unasked, and best effort; an idle
-// client that gets it opens a new session for its next call instead of
-// sending the call where no session will know it.
+// It is best effort; an idle client that gets it opens a new session for
+// its next call instead of sending the call where no session will know it.
+//
+// A server that starts to shut down tells each session's client first,
+// without ending the session: a [TypePong] coded [CodeDraining] and
+// flagged [FlagDraining], sent unasked and best effort, and from then on
+// the same flag on every packet it sends. Its client then sends new calls
+// to other servers; the requests it still sends are refused as never run.
+// The notice needs the client's token, as the closing notice does.
 //
 // A request may carry its remaining time ([FlagDeadline] with the hold
 // field): the server's handler sees the deadline. A request with
@@ -204,7 +210,9 @@
 //
 // The protocol is client-driven (eRPC): a server sends a packet only in reply
 // to a client packet, but for the closing notice ([TypeReset] with
-// [CodeServerClosing]) that ends a session it closes or reaps. Client to
+// [CodeServerClosing]) that ends a session it closes or reaps, and the
+// draining notice ([TypePong] with [CodeDraining]) at the start of a
+// shutdown. Client to
 // server: [TypeReq], [TypeRFR], [TypeCancel], [TypeConnect],
 // [TypeDisconnect], [TypePing], [TypePathResponse]. Server to
 // client: [TypeCR], [TypeResp], [TypeNack], [TypeCancelAck],

@@ -108,6 +108,13 @@ const (
 	// session soon unless a packet carrying the new token arrives, so a
 	// client with nothing to send pings at once.
 	FlagConfirm
+	// FlagDraining marks a server packet of an endpoint that is shutting
+	// down: it refuses new requests (as never run) and will end its
+	// sessions once the ones it holds are answered, so a client sends
+	// new calls elsewhere. Every server packet carries it from the start
+	// of the shutdown on; a pong with CodeDraining, sent unasked to each
+	// session at that start, says it before any other packet would.
+	FlagDraining
 )
 
 // HoldSaturated in Header.HoldMicros means "held too long to measure".
