@@ -47,6 +47,7 @@ func TestScenariosJSON(t *testing.T) {
 		{"incast", "testbed", incastScenario},
 		{"multipath", "testbed", multipathScenario},
 		{"loss", "testbed", lossTestbedScenario},
+		{"fleet", "testbed", fleetScenario},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -97,6 +98,11 @@ var documentedCommands = [][]string{
 	{"loss", "-testbed", "-loss", "1e-4,1e-3,1e-2", "-vs", "grpc"},
 	{"stream", "-size", "32,64K", "-streams", "1,16", "-vs", "grpc"},
 	{"latency", "-blocking", "-size", "32", "-rounds", "4"},
+	{"fleet", "-scenarios", "kill,drain,add,slow,restart-storm", "-vs", "grpc", "-json"},
+	// docs/benchmarks/fleet.md.
+	{"fleet", "-servers", "4", "-rate", "2000", "-d", "5s", "-json"},
+	{"fleet", "-scenarios", "slow", "-vs", "none", "-d", "3s"},
+	{"fleet", "-scenarios", "restart-storm", "-storm-procs", "4", "-storm-clients", "50", "-connect-rate", "20", "-json"},
 	// README.md.
 	{"raft", "-transport", "shm"},
 	// BENCHMARKS.md.

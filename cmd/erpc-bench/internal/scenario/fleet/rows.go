@@ -40,7 +40,7 @@ func (r *fleetRun) rowOf(res *meter.Result, ev events, calls []call, logs []call
 		n++
 	}
 	x := map[string]any{
-		"part": r.part, "calls": all.calls, "failed": all.failed, "per_server": shares(span, n),
+		"calls": all.calls, "failed": all.failed, "per_server": shares(span, n),
 		"rate": r.fc.rate, "service_us": us(float64(r.fc.service)), "clients": r.clients,
 		"balancer": map[string]string{"erpc": "p2c", "erpc-rr": "round_robin", "grpc": "round_robin"}[r.system],
 	}

@@ -45,7 +45,7 @@ func Run(b *scenario.Bench) error {
 				if r.Err != nil {
 					errs = append(errs, fmt.Errorf("%s %s: %w", part, sys, r.Err))
 				}
-				b.Out.Add(r)
+				emit(b, part, r)
 			}
 		}
 		return errors.Join(errs...)
