@@ -270,8 +270,15 @@
 //     proofs).
 //   - Options: options.go, options_check.go (the ranges Listen checks).
 //   - Security: tls_options.go (WithTLS, Insecure).
-//   - Many servers: package resolver (targets to address sets), package
-//     balancer (placing calls, ejection, backoff, retry budget).
+//   - Many servers: client.go (Client: NewClient, Replicas, Close),
+//     client_replica.go (replicas, their sessions and dials, the
+//     resolver's updates, ejection, the ready set), client_call.go
+//     (placing a call, failover and retries), client_hedge.go (hedged
+//     calls), client_go.go (Client.Go), client_policy.go (the connect
+//     limit, the retry budget), client_options.go (its options), conn.go
+//     (Conn: what Invoke and generated clients call over); package
+//     resolver (targets to address sets), package balancer (placing
+//     calls, ejection, backoff, retry budget).
 //   - Transports: package transport (the interface) and transport/udp,
 //     transport/shm, transport/memnet; transport/transporttest and
 //     transport/rpctest are the suites each passes.

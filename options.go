@@ -44,6 +44,8 @@ type options struct {
 
 	tlsConfig *tls.Config // WithTLS (tls_options.go)
 	insecure  bool        // Insecure
+
+	fleet fleetOptions // NewClient's (client_options.go)
 }
 
 func defaultOptions() options {

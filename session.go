@@ -36,6 +36,13 @@ type Session struct {
 	closed       atomic.Bool
 	ownsEndpoint bool // made by the package-level Dial
 
+	// What a Client watches (client_replica.go): its server said it is
+	// shutting down, engine sessions that ended, and whom to tell (run
+	// on the loop; it must not block).
+	draining atomic.Bool
+	downs    atomic.Uint32
+	watch    atomic.Pointer[func()]
+
 	first     chan struct{} // closed when the first connect succeeds or fails
 	firstOnce sync.Once
 	firstErr  *Error // why the first connect failed, without the target (dialError adds it)
@@ -121,6 +128,8 @@ func (s *Session) onUp() {
 // once after a first failure (a restarted server), then with exponential
 // backoff and jitter, so that a fleet of clients does not reconnect in step.
 func (s *Session) onDown(now proto.Time, err error) {
+	s.downs.Add(1)
+	s.notifyWatch()
 	s.live = false
 	s.lastErr = err
 	s.failures++
@@ -141,6 +150,18 @@ func (s *Session) onDown(now proto.Time, err error) {
 		s.firstErr = &Error{Code: e.Code, Msg: msg, Cause: e.Cause} // Dial says where
 		close(s.first)
 	})
+}
+
+// Draining reports whether the session's server has said it is shutting
+// down (Endpoint.Shutdown): it refuses new calls (NotExecuted), which
+// belong on another server.
+func (s *Session) Draining() bool { return s.draining.Load() }
+
+// notifyWatch tells the session's Client, if any, that something changed.
+func (s *Session) notifyWatch() {
+	if f := s.watch.Load(); f != nil {
+		(*f)()
+	}
 }
 
 // detach forgets engine session sid, which has ended (its down event is

@@ -86,15 +86,19 @@ func Register[Req, Resp any](s *Server, method string, fn func(ctx context.Conte
 	return s.register(h, typedID(method, reqCodec, new(Req), respCodec, new(Resp)))
 }
 
-// Invoke calls a typed method: it encodes req, makes the call as
-// Session.Call does, and decodes the response into a new *Resp.
+// Invoke calls a typed method over c, a Session or a Client: it encodes
+// req, makes the call as Call does, and decodes the response into a new
+// *Resp.
 //
 //	sum, err := erpc.Invoke[AddResp](ctx, s, "Add", &AddReq{A: 1, B: 2})
-func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *Req, opts ...CallOption) (*Resp, error) {
+func Invoke[Resp, Req any](ctx context.Context, c Conn, method string, req *Req, opts ...CallOption) (*Resp, error) {
 	var o callOptions
 	if len(opts) > 0 {
 		o = callOptionsOf(opts)
 		ctx = o.withSink(ctx)
+		if o.hasHashKey {
+			ctx = ContextWithHashKey(ctx, o.hashKey)
+		}
 	}
 	resp := new(Resp)
 	reqCodec, respCodec := o.codec, o.codec
@@ -108,20 +112,23 @@ func Invoke[Resp, Req any](ctx context.Context, s *Session, method string, req *
 		}
 	}
 	m := typedMethodOf(method, reqCodec, req, respCodec, resp)
-	if icpt := s.ep.clientIntercept; icpt != nil {
-		if err := s.invokeIntercepted(ctx, icpt, m, req, resp, reqCodec, respCodec); err != nil {
-			return nil, err
-		}
-		return resp, nil
-	}
-	b, err := reqCodec.Marshal(nil, req)
-	if err != nil {
-		return nil, notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", method, err), Cause: err})
-	}
-	if err := s.invokeRaw(ctx, m, b, resp, respCodec); err != nil {
+	if err := c.invoke(ctx, m, req, resp, reqCodec, respCodec); err != nil {
 		return nil, err
 	}
 	return resp, nil
+}
+
+// invoke makes one typed call on the session: through its endpoint's
+// client interceptors, if any, then encoded and sent.
+func (s *Session) invoke(ctx context.Context, m typedMethod, req, resp any, reqCodec, respCodec codec.Codec) error {
+	if icpt := s.ep.clientIntercept; icpt != nil {
+		return s.invokeIntercepted(ctx, icpt, m, req, resp, reqCodec, respCodec)
+	}
+	b, err := reqCodec.Marshal(nil, req)
+	if err != nil {
+		return notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", m.name, err), Cause: err})
+	}
+	return s.invokeRaw(ctx, m, b, resp, respCodec)
 }
 
 func callOptionsOf(opts []CallOption) callOptions {
@@ -189,6 +196,8 @@ type CallOption func(*callOptions)
 type callOptions struct {
 	codec           codec.Codec
 	header, trailer *Metadata // Header, Trailer (respmeta_call.go)
+	hashKey         string    // WithHashKey (client_options.go)
+	hasHashKey      bool
 }
 
 // WithCallCodec makes Invoke encode the request and decode the response

@@ -46,6 +46,8 @@ type Balancer interface {
 	// and reports its end with Done.
 	Pick(info PickInfo) *Replica
 	// Done reports a call's end on r (after the client has decremented
-	// r.State.InFlight).
+	// r.State.InFlight). The built-in balancers record the call's latency
+	// in r.State here (the client does not): a call that never ran is not
+	// recorded, and a failed one counts as at least twice r's average.
 	Done(r *Replica, d DoneInfo)
 }

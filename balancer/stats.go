@@ -13,6 +13,12 @@ import (
 type ReplicaStats struct {
 	InFlight atomic.Int64
 	ewma     atomic.Uint64 // float64 bits: latency in nanoseconds; 0 before the first sample
+	samples  atomic.Uint64 // samples folded into ewma since it was last reset
+
+	// The outlier detector's: consecutive failures, and the replica's
+	// ejection state (an OutlierStatus), read lock-free by Outlier.Status.
+	failures atomic.Int64
+	status   atomic.Int32
 }
 
 // ewmaWeight is the weight of a new sample. 0.2 follows a change within
@@ -30,6 +36,7 @@ func (s *ReplicaStats) ObserveLatency(d time.Duration) {
 			next = cur + ewmaWeight*(x-cur)
 		}
 		if s.ewma.CompareAndSwap(old, math.Float64bits(next)) {
+			s.samples.Add(1)
 			return
 		}
 	}
@@ -38,4 +45,14 @@ func (s *ReplicaStats) ObserveLatency(d time.Duration) {
 // Latency is the current average (0 before any sample).
 func (s *ReplicaStats) Latency() time.Duration {
 	return time.Duration(math.Float64frombits(s.ewma.Load()))
+}
+
+// Samples is how many latencies the average holds (since it was reset).
+func (s *ReplicaStats) Samples() uint64 { return s.samples.Load() }
+
+// resetLatency forgets the average: a replica back from ejection is
+// judged on fresh calls, not on the spell that got it ejected.
+func (s *ReplicaStats) resetLatency() {
+	s.ewma.Store(0)
+	s.samples.Store(0)
 }

@@ -1,0 +1,258 @@
+package erpc
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/erpc-go/erpc/balancer"
+	"github.com/erpc-go/erpc/codec"
+)
+
+// maxTried is how many replicas a call remembers having tried, to try
+// another next.
+const maxTried = 8
+
+// placement is one call's way over the fleet: its attempts, each on a
+// replica the balancer picks, and the replicas tried so far. It lives on
+// the caller's stack.
+type placement struct {
+	c        *Client
+	method   string
+	pol      MethodPolicy
+	info     balancer.PickInfo
+	tried    [maxTried]*replica
+	ntried   int
+	attempts int // made so far
+	retries  int // of which retries of calls that may have run
+}
+
+// attempt is one copy of a call on one replica's session.
+type attempt struct {
+	r     *replica
+	fs    *fleetSess
+	start time.Time
+}
+
+func (p *placement) init(c *Client, ctx context.Context, method string) {
+	p.c, p.method = c, method
+	p.pol = c.opts.policies[method]
+	if p.pol.MaxAttempts <= 0 {
+		p.pol.MaxAttempts = defaultMaxAttempts
+	}
+	p.info.Method = method
+	if k, ok := ctx.Value(hashKey{}).(string); ok {
+		p.info.Key, p.info.HasKey = k, true
+	}
+	c.budget.earn()
+}
+
+// next picks a replica for the next attempt, waiting for one to be ready
+// if none is, and counts the attempt in flight there.
+func (p *placement) next(ctx context.Context) (attempt, error) {
+	for {
+		rs, err := p.c.waitReady(ctx, p.method)
+		if err != nil {
+			return attempt{}, err
+		}
+		r := p.pick(rs)
+		fs := r.sess.Load()
+		if fs == nil { // it just left the ready set
+			p.remember(r)
+			if p.ntried >= len(rs.list) {
+				p.ntried = 0 // all tried: let the next pick start over
+			}
+			continue
+		}
+		r.bal.State.InFlight.Add(1)
+		fs.inflight.Add(1)
+		p.remember(r)
+		p.attempts++
+		return attempt{r: r, fs: fs, start: time.Now()}, nil
+	}
+}
+
+// pick asks the balancer, then keeps away from replicas tried already
+// while another is ready.
+func (p *placement) pick(rs *readySet) *replica {
+	br := p.c.bal.Pick(p.info)
+	if cur := p.c.ready.Load(); cur != rs {
+		rs = cur // the balancer may have been updated since
+	}
+	r := rs.byBal[br]
+	if r != nil && !p.wasTried(r) {
+		return r
+	}
+	for i := range rs.list {
+		if q := rs.list[(i+p.attempts)%len(rs.list)]; !p.wasTried(q) {
+			return q
+		}
+	}
+	if r != nil {
+		return r
+	}
+	return rs.list[p.attempts%len(rs.list)]
+}
+
+func (p *placement) wasTried(r *replica) bool {
+	for _, q := range p.tried[:p.ntried] {
+		if q == r {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *placement) remember(r *replica) {
+	if p.ntried < maxTried && !p.wasTried(r) {
+		p.tried[p.ntried] = r
+		p.ntried++
+	}
+}
+
+// record ends attempt a with err: the replica's counters, the balancer,
+// and the count of failures in a row that ejects a replica.
+func (p *placement) record(a attempt, err error) {
+	r := a.r
+	lat := time.Since(a.start)
+	r.bal.State.InFlight.Add(-1)
+	a.fs.inflight.Add(-1)
+	r.calls.Add(1)
+	neverRan := false
+	if err == nil {
+		r.bal.State.ObserveLatency(lat)
+		if r.failing.Load() != 0 {
+			r.failing.Store(0)
+		}
+	} else {
+		r.failures.Add(1)
+		neverRan = NotExecuted(err)
+		if !neverRan && replicaFault(err) && r.failing.Add(1) == ejectAfter {
+			p.c.kick() // the control goroutine ejects it
+		}
+	}
+	p.c.bal.Done(&r.bal, balancer.DoneInfo{Latency: lat, Err: err, NeverRan: neverRan})
+}
+
+// replicaFault reports whether a failure counts against the replica
+// (for ejection): its session failed or it could not answer, as opposed
+// to a handler's answer or the caller's own cancel.
+func replicaFault(err error) bool {
+	switch CodeOf(err) {
+	case Unavailable, Internal, Unknown, DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// retry decides whether a failed call goes again: a call that never ran,
+// on another replica, up to MaxAttempts; one that may have run only if
+// its method is Idempotent and the budget allows, after a pause.
+func (p *placement) retry(ctx context.Context, err error) bool {
+	if ctx.Err() != nil || p.attempts >= p.pol.MaxAttempts || p.c.closed.Load() {
+		return false
+	}
+	if NotExecuted(err) {
+		return true
+	}
+	if !p.pol.Idempotent || !retryableCode(CodeOf(err)) || !p.c.budget.spend() {
+		return false
+	}
+	p.retries++
+	t := time.NewTimer(retryDelay(p.retries))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// retryableCode: failures an idempotent method is retried after.
+func retryableCode(c Code) bool {
+	switch c {
+	case Unavailable, Internal, Unknown, Aborted, ResourceExhausted:
+		return true
+	}
+	return false
+}
+
+// Call sends req to method on one of the replicas and waits for the
+// response, as Session.Call does, trying another replica when the call
+// never ran there (and, for an Idempotent method, when it failed, within
+// the retry budget). The endpoint's interceptors and StatsHandler see each
+// attempt, with its replica's address (CallInfo.Peer, and CallInfo.Target
+// its address as the resolver gave it). A raw call's affinity key for a
+// hashing balancer comes from ctx (ContextWithHashKey).
+func (c *Client) Call(ctx context.Context, method string, req, resp []byte) ([]byte, error) {
+	var p placement
+	p.init(c, ctx, method)
+	if p.pol.Hedge > 0 {
+		return c.callHedged(ctx, &p, req, resp, nil)
+	}
+	for {
+		a, err := p.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out, err := a.fs.s.Call(ctx, method, req, resp)
+		p.record(a, err)
+		if err == nil || !p.retry(ctx, err) {
+			return out, err
+		}
+	}
+}
+
+// invoke makes a typed call (Invoke) as Call does, each attempt through
+// the replica's session (its interceptors see the typed values).
+func (c *Client) invoke(ctx context.Context, m typedMethod, req, resp any, reqCodec, respCodec codec.Codec) error {
+	var p placement
+	p.init(c, ctx, m.name)
+	if p.pol.Hedge > 0 && c.ep.clientIntercept == nil {
+		b, err := reqCodec.Marshal(nil, req)
+		if err != nil {
+			return notRun(&Error{Code: InvalidArgument, Msg: fmt.Sprintf("call %q: encode the request: %v", m.name, err), Cause: err})
+		}
+		data, err := c.callHedged(ctx, &p, b, nil, &m)
+		if err != nil {
+			return err
+		}
+		if err := respCodec.Unmarshal(data, resp); err != nil {
+			return &Error{Code: Internal, Msg: fmt.Sprintf("call %q: decode the response: %v", m.name, err), Cause: err}
+		}
+		return nil
+	}
+	for {
+		a, err := p.next(ctx)
+		if err != nil {
+			return err
+		}
+		err = a.fs.s.invoke(ctx, m, req, resp, reqCodec, respCodec)
+		p.record(a, err)
+		if err == nil || !p.retry(ctx, err) {
+			return err
+		}
+	}
+}
+
+// NewStream opens a stream to method on one replica, which the stream
+// keeps; an opening that never ran there is tried on another.
+func (c *Client) NewStream(ctx context.Context, method string, opts ...StreamOption) (ClientStream, error) {
+	var p placement
+	p.init(c, ctx, method)
+	for {
+		a, err := p.next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		st, err := a.fs.s.NewStream(ctx, method, opts...)
+		p.record(a, err)
+		if err == nil {
+			return st, nil
+		}
+		if !NotExecuted(err) || !p.retry(ctx, err) {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,100 @@
+package erpc
+
+import (
+	"context"
+	"time"
+
+	"github.com/erpc-go/erpc/balancer"
+)
+
+// fleetOptions are the options of a Client (NewClient); an endpoint
+// ignores them.
+type fleetOptions struct {
+	balancer    balancer.Balancer
+	connectRate float64       // dials per second, client-wide; 0: defaultConnectRate
+	maxAge      time.Duration // 0: sessions never age out
+	policies    map[string]MethodPolicy
+	maxAttempts int // for methods without a policy; 0: defaultMaxAttempts
+}
+
+// Defaults of a Client.
+const (
+	// defaultConnectRate bounds a client's dials per second, so that a
+	// fleet restarting at once is not met by every client redialing
+	// every replica in the same instant.
+	defaultConnectRate = 100
+	// defaultMaxAttempts is how many replicas a call that provably never
+	// ran may be tried on, the first included.
+	defaultMaxAttempts = 3
+)
+
+// MethodPolicy says how a Client may repeat calls to one method.
+//
+// A call that provably never ran (NotExecuted) is always tried again on
+// another replica, up to MaxAttempts. Any other failure is repeated only
+// for an Idempotent method, under the client's retry budget. Hedge,
+// for an Idempotent method only, sends a second copy to another replica
+// when the first has not answered after that long; the first answer wins
+// and the other copy is canceled.
+type MethodPolicy struct {
+	Idempotent  bool
+	Hedge       time.Duration // 0: no hedging; needs Idempotent
+	MaxAttempts int           // replicas a call may be tried on, the first included; 0: 3
+}
+
+// WithBalancer makes a Client place its calls with b (default:
+// balancer.P2C, power of two choices on calls in flight and latency).
+// b must be the Client's own: it keeps the Client's replicas.
+func WithBalancer(b balancer.Balancer) Option {
+	return func(o *options) { o.fleet.balancer = b }
+}
+
+// WithConnectRate bounds how many sessions per second a Client dials,
+// over all its replicas (default 100): a fleet that restarts at once is
+// redialed at this pace, each replica with exponential backoff and
+// jitter besides.
+func WithConnectRate(perSecond float64) Option {
+	return func(o *options) { o.fleet.connectRate = perSecond }
+}
+
+// WithMaxSessionAge makes a Client replace each replica's session after
+// about d (jittered by up to a fifth either way, so that a client's
+// sessions do not all turn over at once): a long-lived client then
+// spreads its calls again over replicas added since, at the cost of one
+// handshake per d per replica. The old session stops taking new calls
+// once its successor is up, and closes when its calls have finished.
+// 0, the default, keeps sessions for as long as they work: the balancer
+// already moves load to new replicas, which start with no calls in
+// flight.
+func WithMaxSessionAge(d time.Duration) Option {
+	return func(o *options) { o.fleet.maxAge = d }
+}
+
+// WithMethodPolicy sets how a Client repeats calls to method (its full
+// name, as Call takes it). A Hedge without Idempotent is refused by
+// NewClient: a hedged call may run twice.
+func WithMethodPolicy(method string, p MethodPolicy) Option {
+	return func(o *options) {
+		if o.fleet.policies == nil {
+			o.fleet.policies = map[string]MethodPolicy{}
+		}
+		o.fleet.policies[method] = p
+	}
+}
+
+// hashKey is the context key of a call's affinity key.
+type hashKey struct{}
+
+// WithHashKey gives a call (Invoke over a Client) an affinity key: a
+// hashing balancer (balancer.Hash) sends every call with the same key to
+// the same replica while the replicas stay the same. Raw calls
+// (Client.Call) take it from their context: ContextWithHashKey.
+func WithHashKey(key string) CallOption {
+	return func(o *callOptions) { o.hashKey, o.hasHashKey = key, true }
+}
+
+// ContextWithHashKey returns ctx carrying a call's affinity key, for
+// Client.Call (see WithHashKey).
+func ContextWithHashKey(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, hashKey{}, key)
+}

@@ -1,0 +1,373 @@
+package erpc
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+
+	"github.com/erpc-go/erpc/balancer"
+	"github.com/erpc-go/erpc/resolver"
+)
+
+// replica is one address behind a Client's target: its sessions and
+// counters. Calls read sess and update the counters lock-free; the rest is
+// the control goroutine's, under Client.mu.
+type replica struct {
+	bal      balancer.Replica // what the balancer sees; &bal is its identity
+	addr     string
+	sess     atomic.Pointer[fleetSess] // the session new calls go on; nil if none
+	calls    atomic.Uint64
+	failures atomic.Uint64
+	// failing counts the replica's consecutive failed calls (those that
+	// may have run); at ejectAfter it is ejected.
+	failing atomic.Int32
+
+	// Under Client.mu.
+	state        ReplicaState
+	removed      bool // the resolver no longer lists it
+	dialing      bool
+	dialFails    int
+	nextDial     time.Time
+	old          []*fleetSess // sessions that take no new calls, closed once idle
+	ejections    int
+	ejectedUntil time.Time
+}
+
+// fleetSess is one session of a replica and the calls on it.
+type fleetSess struct {
+	s        *Session
+	inflight atomic.Int64
+	retireAt time.Time // WithMaxSessionAge: replaced after this; zero: never
+}
+
+// Fleet policy constants. Variables so tests can shorten them.
+var (
+	// ejectAfter consecutive failures eject a replica, for ejectBase the
+	// first time, twice as long each time after (up to ejectMax), until
+	// it has served ejectForgiven calls in a row.
+	ejectAfter    int32 = 5
+	ejectBase           = time.Second
+	ejectMax            = time.Minute
+	ejectForgiven int32 = 50
+	// A replica's redial waits dialBackoffBase after its second failure
+	// in a row, doubling up to dialBackoffMax, jittered ±50 %; the first
+	// redial (a restarted server) goes at once.
+	dialBackoffBase = 50 * time.Millisecond
+	dialBackoffMax  = 5 * time.Second
+	// drainRedial is how long a replica whose server is draining waits
+	// before it is dialed again (if the resolver still lists it).
+	drainRedial = time.Second
+)
+
+func (r *replica) info() ReplicaInfo {
+	return ReplicaInfo{Addr: r.addr, State: r.state, InFlight: r.bal.State.InFlight.Load(),
+		Calls: r.calls.Load(), Failures: r.failures.Load(), Latency: r.bal.State.Latency()}
+}
+
+// sessions is every session the replica holds (under Client.mu).
+func (r *replica) sessions() []*Session {
+	var out []*Session
+	if fs := r.sess.Load(); fs != nil {
+		out = append(out, fs.s)
+	}
+	for _, fs := range r.old {
+		out = append(out, fs.s)
+	}
+	return out
+}
+
+// retire moves the current session to the old ones: it takes no new
+// calls and closes once its calls have finished.
+func (r *replica) retire() {
+	if fs := r.sess.Swap(nil); fs != nil {
+		r.old = append(r.old, fs)
+	}
+}
+
+// backoff is how long to wait before the next dial after n failures in a
+// row.
+func backoff(n int) time.Duration {
+	if n <= 1 {
+		return 0
+	}
+	d := min(dialBackoffBase<<min(n-2, 16), dialBackoffMax)
+	return d/2 + rand.N(d)
+}
+
+// control is the Client's one goroutine of its own: it dials, ejects and
+// returns replicas, retires sessions, and publishes the ready set.
+func (c *Client) control() {
+	defer close(c.stopped)
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		wait := time.Until(c.reconcile(time.Now()))
+		t.Reset(max(wait, time.Millisecond))
+		select {
+		case <-c.stop:
+			return
+		case <-c.wake:
+		case <-t.C:
+		}
+	}
+}
+
+// reconcile brings every replica's state up to date, starts the dials
+// due, closes idle retired sessions, and returns when it must run next.
+func (c *Client) reconcile(now time.Time) time.Time {
+	next := now.Add(time.Second)
+	soon := func(t time.Time) {
+		if t.Before(next) {
+			next = t
+		}
+	}
+	var idle []*Session
+	resolveNow := false
+	c.mu.Lock()
+	changed := false
+	for addr, r := range c.replicas {
+		if fs := r.sess.Load(); fs != nil {
+			switch {
+			case fs.s.draining.Load():
+				r.retire()
+				r.nextDial = now.Add(drainRedial)
+			case fs.s.downs.Load() > 0: // it failed: redial, at once the first time
+				r.retire()
+				r.dialFails++
+				r.nextDial = now.Add(backoff(r.dialFails))
+				resolveNow = true
+			case c.opts.maxAge > 0 && !fs.retireAt.IsZero() && now.After(fs.retireAt) && !r.dialing && !r.removed:
+				c.startDial(r, now) // its successor; it retires once that is up
+			}
+		}
+		keep := r.old[:0]
+		for _, fs := range r.old {
+			if fs.inflight.Load() == 0 || fs.s.downs.Load() > 0 {
+				idle = append(idle, fs.s)
+			} else {
+				keep = append(keep, fs)
+			}
+		}
+		clear(r.old[len(keep):])
+		r.old = keep
+		if len(r.old) > 0 {
+			soon(now.Add(5 * time.Millisecond)) // watch them drain
+		}
+		if r.removed {
+			r.retire()
+			if len(r.old) == 0 && !r.dialing {
+				delete(c.replicas, addr)
+				changed = true
+				continue
+			}
+		}
+		if r.failing.Load() >= ejectAfter && r.state == ReplicaReady && c.readyCount() > 1 {
+			d := min(ejectBase<<min(r.ejections, 16), ejectMax)
+			r.ejections++
+			r.ejectedUntil = now.Add(d)
+			r.failing.Store(0)
+		}
+		if r.sess.Load() == nil && !r.dialing && !r.removed {
+			if now.Before(r.nextDial) {
+				soon(r.nextDial)
+			} else if at, ok := c.limiter.take(now); ok {
+				c.startDial(r, now)
+			} else {
+				soon(at)
+			}
+		}
+		st := r.stateAt(now)
+		if st == ReplicaEjected {
+			soon(r.ejectedUntil)
+		}
+		if fs := r.sess.Load(); fs != nil && c.opts.maxAge > 0 {
+			soon(fs.retireAt)
+		}
+		if st != r.state {
+			r.state = st
+			changed = true
+		}
+	}
+	if changed {
+		c.publishLocked()
+	}
+	res := c.res
+	c.mu.Unlock()
+	for _, s := range idle {
+		s.Close()
+	}
+	if resolveNow && res != nil {
+		res.ResolveNow()
+	}
+	return next
+}
+
+// stateAt is the replica's state from its fields (under Client.mu).
+func (r *replica) stateAt(now time.Time) ReplicaState {
+	fs := r.sess.Load()
+	switch {
+	case r.removed:
+		return ReplicaDraining
+	case fs == nil && len(r.old) > 0 && r.old[len(r.old)-1].s.draining.Load():
+		return ReplicaDraining
+	case now.Before(r.ejectedUntil):
+		return ReplicaEjected
+	case fs != nil:
+		return ReplicaReady
+	}
+	return ReplicaConnecting
+}
+
+// readyCount is how many replicas are ready (under Client.mu).
+func (c *Client) readyCount() int {
+	n := 0
+	for _, r := range c.replicas {
+		if r.state == ReplicaReady {
+			n++
+		}
+	}
+	return n
+}
+
+// startDial dials r in the background (under Client.mu).
+func (c *Client) startDial(r *replica, now time.Time) {
+	r.dialing = true
+	c.dialsOut.Add(1)
+	go func() {
+		defer c.dialsOut.Done()
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { // Close cancels a dial under way
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		s, err := c.ep.Dial(ctx, r.addr)
+		cancel()
+		c.dialed(r, s, err)
+	}()
+}
+
+// dialed installs a dial's session, or records its failure.
+func (c *Client) dialed(r *replica, s *Session, err error) {
+	now := time.Now()
+	c.mu.Lock()
+	r.dialing = false
+	if err != nil {
+		r.dialFails++
+		r.nextDial = now.Add(max(backoff(r.dialFails), dialBackoffBase))
+		c.dialErr = err
+		res := c.res
+		c.mu.Unlock()
+		if res != nil {
+			res.ResolveNow()
+		}
+		c.kick()
+		return
+	}
+	if c.closed.Load() || r.removed {
+		c.mu.Unlock()
+		s.Close()
+		c.kick()
+		return
+	}
+	r.dialFails = 0
+	fs := &fleetSess{s: s}
+	if c.opts.maxAge > 0 {
+		fs.retireAt = now.Add(c.opts.maxAge*4/5 + rand.N(c.opts.maxAge*2/5+1))
+	}
+	r.retire() // the aged one, if this is its successor
+	r.sess.Store(fs)
+	c.mu.Unlock()
+	s.watch.Store(&c.kickFn)
+	c.kick()
+}
+
+// publishLocked gives the balancer the replicas that take new calls and
+// publishes them to the calls (under Client.mu).
+func (c *Client) publishLocked() {
+	old := c.ready.Load()
+	rs := &readySet{byBal: map[*balancer.Replica]*replica{}}
+	bals := []*balancer.Replica{}
+	for _, r := range c.replicas {
+		if r.state == ReplicaReady && r.sess.Load() != nil {
+			rs.list = append(rs.list, r)
+			rs.byBal[&r.bal] = r
+			bals = append(bals, &r.bal)
+		}
+	}
+	c.bal.Update(bals)
+	switch {
+	case len(rs.list) > 0:
+		rs.some = closedChan
+		if old.some != closedChan {
+			close(old.some)
+		}
+	case old.some == closedChan:
+		rs.some = make(chan struct{})
+	default:
+		rs.some = old.some // its waiters go on waiting
+	}
+	c.ready.Store(rs)
+}
+
+// publish is publishLocked taking the lock.
+func (c *Client) publish() {
+	c.mu.Lock()
+	c.publishLocked()
+	c.mu.Unlock()
+}
+
+// clientWatcher is a Client as its resolver's Watcher.
+type clientWatcher Client
+
+func (w *clientWatcher) Update(st resolver.State) {
+	c := (*Client)(w)
+	c.mu.Lock()
+	seen := make(map[string]bool, len(st.Addresses))
+	for _, a := range st.Addresses {
+		seen[a.Addr] = true
+		if r := c.replicas[a.Addr]; r != nil {
+			r.removed = false
+			continue
+		}
+		r := &replica{addr: a.Addr, bal: balancer.Replica{Addr: a.Addr, Weight: a.Weight, Zone: a.Zone}}
+		c.replicas[a.Addr] = r
+	}
+	for addr, r := range c.replicas {
+		if !seen[addr] {
+			r.removed = true
+		}
+	}
+	c.resErr = nil
+	c.mu.Unlock()
+	c.kick()
+}
+
+func (w *clientWatcher) Error(err error) {
+	c := (*Client)(w)
+	c.mu.Lock()
+	c.resErr = err
+	c.mu.Unlock()
+}
+
+// buildResolver starts the resolver of target's scheme. A plain
+// "host:port" (passthrough) needs none registered: it is its one address.
+func buildResolver(target string, w resolver.Watcher) (resolver.Resolver, error) {
+	res, err := resolver.Build(target, w)
+	if errors.Is(err, resolver.ErrNoScheme) {
+		if t, _ := resolver.Parse(target); t.Scheme == "passthrough" {
+			w.Update(resolver.State{Addresses: []resolver.Address{{Addr: t.Endpoint}}})
+			return nopResolver{}, nil
+		}
+	}
+	return res, err
+}
+
+type nopResolver struct{}
+
+func (nopResolver) ResolveNow() {}
+func (nopResolver) Close()      {}
