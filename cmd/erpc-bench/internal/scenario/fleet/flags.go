@@ -29,6 +29,8 @@ type fleetConfig struct {
 	stormProcs  int           // restart-storm: client processes
 	stormCli    int           // restart-storm: erpc Clients per process
 	lanes       int           // open-loop lanes per client process
+	cc          bool          // erpc: congestion control on (the default)
+	dnsPeriod   time.Duration // erpc: the dns:/// resolver's period
 }
 
 // ParseFlags parses "fleet [flags]".
@@ -50,6 +52,8 @@ func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	fs.IntVar(&fc.stormProcs, "storm-procs", 4, "restart-storm: client processes")
 	fs.IntVar(&fc.stormCli, "storm-clients", 50, "restart-storm: erpc Clients per client process (each keeps a session to every replica)")
 	fs.IntVar(&fc.lanes, "lanes", 2, "open-loop lanes (sending goroutines) per client process")
+	fs.DurationVar(&fc.dnsPeriod, "dns-period", 500*time.Millisecond, "erpc: how often the dns:/// resolver looks the name up (resolver.WithDNSPeriod; 0: the library's default, 30 s); gRPC's resolver keeps its own (on a connection's failure, at most every 30 s)")
+	fs.BoolVar(&fc.cc, "cc", true, "erpc: congestion control (false: erpc.WithoutCongestionControl, for a machine whose CPU contention inflates round trips)")
 	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -60,8 +64,8 @@ func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	if fc.servers < 2 || fc.servers > 32 {
 		return nil, fmt.Errorf("-servers %d: want 2 to 32", fc.servers)
 	}
-	if fc.rate <= 0 || c.Dur <= 0 || c.Warmup < 0 || fc.service < 0 || fc.size < 1 || fc.lanes < 1 {
-		return nil, fmt.Errorf("-rate, -d, -size and -lanes must be positive, -warmup and -service not negative")
+	if fc.rate <= 0 || c.Dur <= 0 || c.Warmup < 0 || fc.service < 0 || fc.dnsPeriod < 0 || fc.size < 1 || fc.lanes < 1 {
+		return nil, fmt.Errorf("-rate, -d, -size and -lanes must be positive, -warmup, -service and -dns-period not negative")
 	}
 	if fc.connectRate <= 0 || fc.stormProcs < 1 || fc.stormCli < 1 || fc.stormProcs > 16 {
 		return nil, fmt.Errorf("-connect-rate and -storm-clients must be positive, -storm-procs 1 to 16")

@@ -36,6 +36,8 @@ type loadSpec struct {
 	Lanes       int      `json:"lanes"`
 	DurNS       int64    `json:"dur_ns"`
 	Seed        uint64   `json:"seed"`
+	NoCC        bool     `json:"nocc"`          // erpc: WithoutCongestionControl
+	DNSPeriodNS int64    `json:"dns_period_ns"` // erpc: the dns resolver's period (0: the library's)
 }
 
 // callLog is a load process's record of its calls. Each call is

@@ -44,6 +44,12 @@ func (r *fleetRun) rowOf(res *meter.Result, ev events, calls []call, logs []call
 		"rate": r.fc.rate, "service_us": us(float64(r.fc.service)), "clients": r.clients,
 		"balancer": map[string]string{"erpc": "p2c", "erpc-rr": "round_robin", "grpc": "round_robin"}[r.system],
 	}
+	if r.system != "grpc" {
+		x["cc"] = r.fc.cc
+		if r.f.DNS != nil {
+			x["dns_period_ms"] = ms(r.fc.dnsPeriod)
+		}
+	}
 	if r.f.DNS != nil {
 		x["target"] = "dns:/// (dnsmasq on the testbed)"
 	} else {
@@ -62,6 +68,11 @@ func (r *fleetRun) rowOf(res *meter.Result, ev events, calls []call, logs []call
 	x["gen_lag_p99_us"] = lag
 	for k, v := range counters {
 		x[k] = v
+	}
+	if fa, ok := counters["failed_attempts"]; ok {
+		// Attempts that failed and were tried again (never ran) and
+		// then succeeded: the user saw no failure for them.
+		x["retried"] = max(fa-int64(all.failed), 0)
 	}
 	if len(errs) > 0 {
 		keys := slices.Sorted(maps.Keys(errs))

@@ -120,7 +120,7 @@ func (r *fleetRun) stop() {
 func (r *fleetRun) spec() loadSpec {
 	n := r.fc.servers
 	s := loadSpec{System: r.system, Size: r.fc.size, Lanes: r.fc.lanes, Clients: 1, ConnectRate: r.fc.connectRate,
-		Seed: uint64(time.Now().UnixNano())}
+		Seed: uint64(time.Now().UnixNano()), NoCC: !r.fc.cc, DNSPeriodNS: int64(r.fc.dnsPeriod)}
 	for i := range n + 1 {
 		s.Servers = append(s.Servers, r.f.ServerAddrs[i].String())
 	}
