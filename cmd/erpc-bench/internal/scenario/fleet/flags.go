@@ -48,7 +48,7 @@ func ParseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 	vs := fs.String("vs", "grpc", "peers beside erpc: grpc (round_robin over dns:///; in "+strings.Join(grpcScenarios, ", ")+"), or none")
 	fs.DurationVar(&fc.service, "service", 500*time.Microsecond, "every replica's service time (a handler delay); slow's replica has 10x")
 	fs.IntVar(&fc.size, "size", 32, "request size in bytes (the answer is 4: the replica's address)")
-	fs.Float64Var(&fc.connectRate, "connect-rate", 20, "restart-storm: erpc.WithConnectRate, connects per second per client")
+	fs.Float64Var(&fc.connectRate, "connect-rate", 2, "erpc.WithConnectRate, connects per second per client (low by default so that restart-storm's bound binds: 200 clients × 4 replicas at 2/s each take 2 s)")
 	fs.IntVar(&fc.stormProcs, "storm-procs", 4, "restart-storm: client processes")
 	fs.IntVar(&fc.stormCli, "storm-clients", 50, "restart-storm: erpc Clients per client process (each keeps a session to every replica)")
 	fs.IntVar(&fc.lanes, "lanes", 2, "open-loop lanes (sending goroutines) per client process")
