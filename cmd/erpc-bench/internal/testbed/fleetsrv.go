@@ -36,7 +36,7 @@ import (
 // clients opened, in FleetBinWidth bins (ConnectBins, JSON).
 
 // FleetBinWidth is the resolution of a replica's connect counts.
-const FleetBinWidth = 100 * time.Millisecond
+const FleetBinWidth = 10 * time.Millisecond
 
 // ConnectBins counts the sessions clients opened to one replica process,
 // by FleetBinWidth bin since EpochNS (Unix nanoseconds).
