@@ -49,14 +49,16 @@ func (c *erpcClient) call(ctx context.Context, req []byte) ([]byte, error) {
 func (c *erpcClient) close() { c.c.Close() }
 
 // counters: the call attempts that failed, over the replicas the client
-// still knows (one that left the resolver's set is forgotten). Those
-// beyond the calls that failed were repeated on another replica.
+// still knows (one that left the resolver's set is forgotten); those
+// beyond the calls that failed were repeated on another replica. And the
+// connects its endpoint sent over the whole run (opening included,
+// resends included: Stats.ConnectsSent).
 func (c *erpcClient) counters() map[string]int64 {
 	var failed int64
 	for _, r := range c.c.Replicas() {
 		failed += int64(r.Failures)
 	}
-	return map[string]int64{"failed_attempts": failed}
+	return map[string]int64{"failed_attempts": failed, "connects_sent": int64(c.c.Endpoint().Stats().ConnectsSent)}
 }
 
 func init() {
