@@ -11,7 +11,8 @@ import (
 // fleetScenario runs every part of the fleet scenario with 1 s phases at a
 // low rate, as root: each row has the fleet's fields (calls, failed,
 // per_server summing to 1) and its part's, and the calls all come from the
-// run (calls > 0, failed <= calls). Targets are not asserted (no timed
+// run (calls > 0, failed <= calls), and the change happened (see
+// below). Targets are not asserted (no timed
 // performance assertions in tests): docs/benchmarks/fleet.md records
 // full runs.
 func fleetScenario(t *testing.T) {
@@ -50,6 +51,24 @@ func fleetScenario(t *testing.T) {
 		}
 		for _, f := range want[part] {
 			num(t, m, f)
+		}
+		// The change happened: the killed or drained replica served
+		// next to none of the calls planned after it (those already on
+		// their way); the added one is a fifth column; the restarted
+		// replicas saw sessions opened.
+		switch part {
+		case "kill", "drain":
+			if s0 := num(t, m, "replica0_share_after"); s0 >= 0.1 {
+				t.Errorf("%s %s: replica 0's share %v: still served after the change", part, m["system"], s0)
+			}
+		case "add":
+			if len(ps) != 5 {
+				t.Errorf("add %s: per_server %v, want 5 replicas", m["system"], ps)
+			}
+		case "restart-storm":
+			if num(t, m, "max_connects_per_s") < 1 || num(t, m, "recovered") < 1 {
+				t.Errorf("restart-storm: no session opened to the restarted replicas, or none recovered: %v", m)
+			}
 		}
 	}
 	for _, k := range []string{"kill/erpc", "kill/grpc", "drain/erpc", "drain/grpc", "slow/erpc", "slow/erpc-rr", "slow/grpc", "restart-storm/erpc"} {

@@ -83,12 +83,14 @@ func (r *fleetRun) rowOf(res *meter.Result, ev events, calls []call, logs []call
 	x["p99_before_us"] = us(before.quantile(0.99))
 	switch r.part {
 	case "kill":
+		x["replica0_share_after"] = shares(after, n)[0]
 		late := summarize(window(calls, ev.change.Add(detectTime), ev.end))
 		x["p99_after_us"] = us(late.quantile(0.99))
 		x["failed_after_detect"] = late.failed
 		x["detect_ms"] = ms(detectTime)
 		x["recovery_ms"] = recoveryMS(calls, ev.change, ev.end, before)
 	case "drain":
+		x["replica0_share_after"] = shares(after, n)[0]
 		x["p99_after_us"] = us(summarize(after).quantile(0.99))
 		if last := lastServed(calls, 0); last.After(ev.change) {
 			x["drained_last_call_ms"] = ms(last.Sub(ev.change))
