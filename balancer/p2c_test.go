@@ -2,6 +2,8 @@ package balancer
 
 import (
 	"errors"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -143,5 +145,43 @@ func TestP2CDoneRecords(t *testing.T) {
 	b.Done(r, DoneInfo{Latency: time.Microsecond, Err: errors.New("x")})
 	if got := r.State.Latency(); got <= time.Millisecond {
 		t.Fatalf("a fast failure lowered the average to %v", got)
+	}
+}
+
+func p99(lats []time.Duration) time.Duration {
+	s := slices.Clone(lats)
+	slices.Sort(s)
+	return s[len(s)*99/100]
+}
+
+// TestSlowScenarioP99 is the slow scenario on the fake-clock
+// fleet (4 replicas, service times uniform in 0.5..1.5 ms, one replica 10x
+// slower, ~1 call in flight each): P2C's p99 stays within 1.5x of the
+// all-healthy p99; round robin's, beside it, does not.
+func TestSlowScenarioP99(t *testing.T) {
+	run := func(b Balancer, slow bool, seed uint64) time.Duration {
+		rs := newReplicas(4)
+		b.Update(rs)
+		rnd := rand.New(rand.NewPCG(seed, 8))
+		service := func(r *Replica) time.Duration {
+			d := time.Duration((0.5 + rnd.Float64()) * float64(time.Millisecond))
+			if slow && r == rs[0] {
+				d *= 10
+			}
+			return d
+		}
+		sim := newFleetSim(b, seed, 250*time.Microsecond, service)
+		sim.run(2 * time.Second)
+		return p99(sim.lats)
+	}
+	var healthy, p2c, rr time.Duration
+	for seed := range uint64(10) {
+		healthy = max(healthy, run(P2C(), false, seed))
+		p2c = max(p2c, run(P2C(), true, seed))
+		rr = max(rr, run(RoundRobin(), true, seed))
+	}
+	t.Logf("p99 (worst of 10 seeds): all healthy %v, one 10x slow: P2C %v, round robin %v", healthy, p2c, rr)
+	if float64(p2c) > 1.5*float64(healthy) {
+		t.Fatalf("P2C p99 %v over 1.5x the healthy %v", p2c, healthy)
 	}
 }

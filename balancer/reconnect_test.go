@@ -3,6 +3,7 @@ package balancer
 import (
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -152,5 +153,33 @@ func TestAgeJitter(t *testing.T) {
 	}
 	if AgeJitter(0, 0.1, nil) != 0 || AgeJitter(maxAge, 0, nil) != maxAge || AgeJitter(maxAge, 5, rnd) > 2*maxAge {
 		t.Fatal("edge cases")
+	}
+}
+
+// TestConnectLimiterConcurrent: goroutines reserving at once (under
+// -race) get distinct slots that keep to the rate.
+func TestConnectLimiterConcurrent(t *testing.T) {
+	l := NewConnectLimiter(100, 5)
+	var mu sync.Mutex
+	var starts []time.Time
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				s := t0.Add(l.Reserve(t0))
+				mu.Lock()
+				starts = append(starts, s)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if most := startsPerWindow(starts, time.Second); most > 105 {
+		t.Fatalf("%d connects in one second, bound 100/s + burst 5", most)
+	}
+	if last := starts[len(starts)-1].Sub(t0); last < 7940*time.Millisecond {
+		t.Fatalf("800 slots end at %v, want 7.95 s", last)
 	}
 }

@@ -9,7 +9,7 @@
 //   - GreeterERPC_SayHello_FullMethodName, the method's name on the wire,
 //     "/package.Greeter/SayHello" (the name gRPC uses);
 //   - GreeterERPCClient, with one method per RPC, and
-//     NewGreeterERPCClient(*erpc.Session);
+//     NewGreeterERPCClient(erpc.Conn), over a Session or a Client;
 //   - GreeterERPCServer, whose unary methods have the signatures of
 //     protoc-gen-go-grpc's, so one type can serve both;
 //   - UnimplementedGreeterERPCServer, to embed by value;

@@ -19,12 +19,12 @@ type ClientStream[Req, Res any] struct {
 	header, trailer *metadata.MD // grpc.Header and grpc.Trailer options, set at the end
 }
 
-// OpenStream opens a stream to method on s for a gRPC-style call: ctx's
+// OpenStream opens a stream to method on s (a Session or a Client) for a gRPC-style call: ctx's
 // metadata, grpc's outgoing metadata included, is sent (see CallContext),
 // and the grpc.Header and grpc.Trailer options among opts receive the
 // stream's headers and trailers when it ends (when Recv or CloseAndRecv
 // returns an error or io.EOF), as on gRPC. Other options are ignored.
-func OpenStream[Req, Res any](ctx context.Context, s *erpc.Session, method string, opts ...grpc.CallOption) (*ClientStream[Req, Res], error) {
+func OpenStream[Req, Res any](ctx context.Context, s erpc.Conn, method string, opts ...grpc.CallOption) (*ClientStream[Req, Res], error) {
 	cs, err := s.NewStream(CallContext(ctx), method)
 	if err != nil {
 		return nil, StatusError(err)
@@ -37,7 +37,7 @@ func OpenStream[Req, Res any](ctx context.Context, s *erpc.Session, method strin
 
 // OpenServerStream opens a server-streaming call: OpenStream, then in is
 // sent and the client's side closed.
-func OpenServerStream[Req, Res any](ctx context.Context, s *erpc.Session, method string, in *Req, opts ...grpc.CallOption) (*ClientStream[Req, Res], error) {
+func OpenServerStream[Req, Res any](ctx context.Context, s erpc.Conn, method string, in *Req, opts ...grpc.CallOption) (*ClientStream[Req, Res], error) {
 	c, err := OpenStream[Req, Res](ctx, s, method, opts...)
 	if err != nil {
 		return nil, err

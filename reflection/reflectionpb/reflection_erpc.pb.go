@@ -33,12 +33,13 @@ type ReflectionERPCClient interface {
 }
 
 type reflectionERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewReflectionERPCClient returns a client of erpc.reflection.v1.Reflection that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewReflectionERPCClient(s *erpc.Session) ReflectionERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewReflectionERPCClient(s erpc.Conn) ReflectionERPCClient {
 	return reflectionERPCClient{s}
 }
 

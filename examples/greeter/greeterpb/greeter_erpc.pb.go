@@ -51,12 +51,13 @@ type GreeterERPCClient interface {
 }
 
 type greeterERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewGreeterERPCClient returns a client of greeter.v1.Greeter that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewGreeterERPCClient(s *erpc.Session) GreeterERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewGreeterERPCClient(s erpc.Conn) GreeterERPCClient {
 	return greeterERPCClient{s}
 }
 

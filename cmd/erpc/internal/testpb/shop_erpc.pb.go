@@ -36,12 +36,13 @@ type ShopERPCClient interface {
 }
 
 type shopERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewShopERPCClient returns a client of erpc.clitest.v1.Shop that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewShopERPCClient(s *erpc.Session) ShopERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewShopERPCClient(s erpc.Conn) ShopERPCClient {
 	return shopERPCClient{s}
 }
 

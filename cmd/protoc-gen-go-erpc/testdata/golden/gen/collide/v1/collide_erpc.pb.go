@@ -30,12 +30,13 @@ type RivalERPCClient interface {
 }
 
 type rivalERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewRivalERPCClient returns a client of erpctest.collide.v1.Rival that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewRivalERPCClient(s *erpc.Session) RivalERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewRivalERPCClient(s erpc.Conn) RivalERPCClient {
 	return rivalERPCClient{s}
 }
 

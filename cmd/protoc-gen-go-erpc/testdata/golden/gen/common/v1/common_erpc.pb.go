@@ -31,12 +31,13 @@ type HealthERPCClient interface {
 }
 
 type healthERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewHealthERPCClient returns a client of erpctest.common.v1.Health that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewHealthERPCClient(s *erpc.Session) HealthERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewHealthERPCClient(s erpc.Conn) HealthERPCClient {
 	return healthERPCClient{s}
 }
 

@@ -45,12 +45,13 @@ type RelayERPCClient interface {
 }
 
 type relayERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewRelayERPCClient returns a client of erpctest.compat.v1.Relay that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewRelayERPCClient(s *erpc.Session) RelayERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewRelayERPCClient(s erpc.Conn) RelayERPCClient {
 	return relayERPCClient{s}
 }
 

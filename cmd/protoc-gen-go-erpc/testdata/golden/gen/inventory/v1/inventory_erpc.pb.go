@@ -24,12 +24,13 @@ type InventoryERPCClient interface {
 }
 
 type inventoryERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewInventoryERPCClient returns a client of erpctest.inventory.v1.Inventory that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewInventoryERPCClient(s *erpc.Session) InventoryERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewInventoryERPCClient(s erpc.Conn) InventoryERPCClient {
 	return inventoryERPCClient{s}
 }
 

@@ -26,14 +26,15 @@ type LegacyERPCClient interface {
 }
 
 type legacyERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewLegacyERPCClient returns a client of erpctest.legacy.v1.Legacy that
-// calls over s. A call's context deadline reaches the server's handler.
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
 //
 // Deprecated: Do not use.
-func NewLegacyERPCClient(s *erpc.Session) LegacyERPCClient {
+func NewLegacyERPCClient(s erpc.Conn) LegacyERPCClient {
 	return legacyERPCClient{s}
 }
 

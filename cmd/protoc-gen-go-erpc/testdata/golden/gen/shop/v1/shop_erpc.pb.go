@@ -40,12 +40,13 @@ type CatalogERPCClient interface {
 }
 
 type catalogERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewCatalogERPCClient returns a client of erpctest.shop.v1.Catalog that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewCatalogERPCClient(s *erpc.Session) CatalogERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewCatalogERPCClient(s erpc.Conn) CatalogERPCClient {
 	return catalogERPCClient{s}
 }
 
@@ -150,12 +151,13 @@ type CartERPCClient interface {
 }
 
 type cartERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewCartERPCClient returns a client of erpctest.shop.v1.Cart that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewCartERPCClient(s *erpc.Session) CartERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewCartERPCClient(s erpc.Conn) CartERPCClient {
 	return cartERPCClient{s}
 }
 

@@ -40,12 +40,13 @@ type MixedERPCClient interface {
 }
 
 type mixedERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewMixedERPCClient returns a client of erpctest.stream.v1.Mixed that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewMixedERPCClient(s *erpc.Session) MixedERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewMixedERPCClient(s erpc.Conn) MixedERPCClient {
 	return mixedERPCClient{s}
 }
 
@@ -341,12 +342,13 @@ type StreamsERPCClient interface {
 }
 
 type streamsERPCClient struct {
-	s *erpc.Session
+	s erpc.Conn
 }
 
 // NewStreamsERPCClient returns a client of erpctest.stream.v1.Streams that
-// calls over s. A call's context deadline reaches the server's handler.
-func NewStreamsERPCClient(s *erpc.Session) StreamsERPCClient {
+// calls over s, a *erpc.Session (one server) or an *erpc.Client (a
+// fleet). A call's context deadline reaches the server's handler.
+func NewStreamsERPCClient(s erpc.Conn) StreamsERPCClient {
 	return streamsERPCClient{s}
 }
 
