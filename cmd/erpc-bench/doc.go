@@ -29,6 +29,7 @@
 //	sudo go run ./cmd/erpc-bench multipath -fast 250M -slow 50M
 //	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
 //	sudo go run ./cmd/erpc-bench latency -transport xdp -vs udp,raw-udp -rounds 3
+//	sudo go run ./cmd/erpc-bench fleet -scenarios kill,drain,add,slow,restart-storm -vs grpc -json
 //
 // -vs erpc-udp runs erpc over UDP beside erpc over the -transport chosen
 // (shm or tcp, say), so "erpc shm p50 / erpc udp p50" comes out of one
@@ -81,6 +82,12 @@
 // other) and loss -testbed (random loss by nftables on a veth). Without
 // root they exit with a message saying so.
 //
+// The fleet scenario runs erpc.NewClient over replicas in namespaces of
+// their own behind a DNS name (dnsmasq on the testbed; static:/// where it
+// is not installed) under open-loop load while one replica is killed,
+// drained, added or slowed, or all restart under 200 clients, beside
+// gRPC's round_robin over dns:///; docs/benchmarks/fleet.md.
+//
 // # Where things are
 //
 // This package parses the scenario's name, hands its flags to the
@@ -101,6 +108,7 @@
 //	incast                      scenario/network   its own senders: erpc erpc-nocc grpc (server: testbed)
 //	multipath                   scenario/network   its own: erpc erpc-1path erpc-spray grpc (server: testbed)
 //	loss -testbed               scenario/network   systems' erpc clients and grpc (server: testbed)
+//	fleet                       scenario/fleet     its own: erpc erpc-rr grpc (servers: testbed's fleetsrv)
 //
 // Below them: meter (a point, its measurement and histogram), proc (server
 // processes and pinning), report (JSON rows, tables, plots), openloop (the

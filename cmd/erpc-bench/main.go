@@ -11,6 +11,7 @@ import (
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/proc"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/report"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario"
+	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/fleet"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/network"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/raft"
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario/slo"
@@ -58,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // scenarioNames are the scenarios, in the usage message's order.
-var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "handshake", "slo", "raft", "stream", "incast", "multipath"}
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "handshake", "slo", "raft", "stream", "incast", "multipath", "fleet"}
 
 // parseFlags parses the command line: the scenario, then its flags.
 func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
@@ -74,6 +75,8 @@ func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 		return stream.ParseFlags(args[1:], stderr)
 	case "incast", "multipath":
 		return network.ParseFlags(args[0], args[1:], stderr)
+	case "fleet":
+		return fleet.ParseFlags(args[1:], stderr)
 	}
 	return scenario.ParseGridFlags(args, stderr)
 }
@@ -108,6 +111,8 @@ func runScenario(b *scenario.Bench) error {
 		return network.RunIncast(b)
 	case "multipath":
 		return network.RunMultipath(b)
+	case "fleet":
+		return fleet.Run(b)
 	}
 	return scenario.ErrNotBuilt(b.Cfg.Scenario)
 }

@@ -49,6 +49,7 @@ func TestScenariosJSON(t *testing.T) {
 		{"incast", "testbed", incastScenario},
 		{"multipath", "testbed", multipathScenario},
 		{"loss", "testbed", lossTestbedScenario},
+		{"fleet", "testbed", fleetScenario},
 	}
 	covered := map[string]bool{}
 	for _, c := range cases {
@@ -104,6 +105,11 @@ var documentedCommands = [][]string{
 	{"bandwidth", "-size", "8M", "-vs", "erpc-tls,grpc-tls,quic"},
 	{"handshake", "-dials", "200"},
 	{"handshake", "-dials", "200", "-vs", "erpc-tls,grpc,grpc-tls,quic,quic-stream"},
+	{"fleet", "-scenarios", "kill,drain,add,slow,restart-storm", "-vs", "grpc", "-json"},
+	// docs/benchmarks/fleet.md.
+	{"fleet", "-servers", "4", "-rate", "2000", "-d", "5s", "-json"},
+	{"fleet", "-scenarios", "slow", "-vs", "none", "-d", "3s"},
+	{"fleet", "-scenarios", "restart-storm", "-storm-procs", "4", "-storm-clients", "50", "-connect-rate", "20", "-json"},
 	// README.md.
 	{"raft", "-transport", "shm"},
 	// BENCHMARKS.md.

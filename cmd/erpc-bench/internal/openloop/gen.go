@@ -48,6 +48,10 @@ type Call struct {
 	Fn        func([]byte, error) // the target's callback, bound once
 }
 
+// Planned is the time the call was planned to be sent, from which its
+// latency counts.
+func (c *Call) Planned() time.Time { return c.planned }
+
 // Finish records the call's outcome: err nil for a response, a NACK
 // (nack true), or another failure; served is the service time the server
 // measured (0 if unknown).

@@ -189,6 +189,18 @@ func (s *Server) Stop() {
 	}
 }
 
+// Kill ends the server process with SIGKILL at once (no cleanup in it:
+// the fleet scenario's crashed server) and waits for it.
+func (s *Server) Kill() {
+	if s.local != nil {
+		s.local.Close()
+		return
+	}
+	s.cmd.Process.Kill()
+	s.in.Close()
+	s.cmd.Wait()
+}
+
 // handleCtl runs one control command on impl.
 func handleCtl(impl Impl, line string) (string, error) {
 	f := strings.Fields(line)

@@ -6,7 +6,11 @@
 // a missing root or tool becomes ErrNoTestbed). It also owns "netsink",
 // the testbed's server process: erpc over UDP and gRPC over TCP on one
 // address, counting the bytes each sender delivers in 1 ms bins (Sink).
+// For the fleet scenario it owns the fleet's testbed (Fleet: replica,
+// client and DNS hosts on a Star, and the dnsmasq that answers for the
+// fleet's name; fleet.go) and "fleetsrv", a replica's process
+// (fleetsrv.go).
 //
-// It does not decide what is measured on the testbed: that is package
-// scenario/network.
+// It does not decide what is measured on the testbed: that is packages
+// scenario/network and scenario/fleet.
 package testbed
