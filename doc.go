@@ -285,7 +285,9 @@
 // The root package, by concern:
 //
 //   - The event loop: loop.go (receive, dispatch, send, timers, park),
-//     spin.go (the default mode's adaptive spin window), busypoll.go (a
+//     spin.go (the default mode's adaptive spin window), spin_share.go
+//     (spinning that gives way: at most GOMAXPROCS-1 loops of a process
+//     spin at once, and a spin whose idle turns come far apart parks), busypoll.go (a
 //     busy-polling loop's hold on its thread), watch.go (whether a
 //     goroutine is the loop, and the stall log), handoff.go (an inline
 //     handler that blocks gives the loop to a fresh goroutine), goexit.go

@@ -35,6 +35,7 @@ type loopState struct {
 	shortParks     int // parks for a deadline or an answer due within parkResolution (see sleep)
 	deadlineSpins  int // idle turns spent waiting for such a deadline or answer
 	mem            memRelease
+	share          spinShare // spin_share.go
 	// Shutdown's drain: when it told the clients, and when it last
 	// refused a request (endpoint.go, drainQuiet).
 	drainedAt, lastRefusal proto.Time
@@ -65,6 +66,7 @@ func (ep *Endpoint) run() {
 		}
 	}
 	ep.loop.spin = newSpinWindow(ep.opts.spin, ep.opts.spinMax)
+	ep.loop.share.limit = spinLimit()
 	ep.loop.poller, ep.loop.pollReadsClock = pollerOf(ep.tr, ep.opts.busyPoll)
 	ep.loop.watcher, _ = ep.tr.(transport.PeerWatcher)
 	ep.loop.idleCheck = func() bool {
@@ -128,16 +130,19 @@ func (ep *Endpoint) turns() {
 			worked = true
 		}
 		if ep.loop.stopped {
+			ep.stopSpin()
 			ep.stop(now)
 			break
 		}
 		if worked {
+			ep.stopSpin()
 			idleSince = now
 			ep.shareCPU(now)
 			continue
 		}
-		if spin := ep.loop.spin.cur; spin < 0 || now.Sub(idleSince) < spin {
+		if spin := ep.loop.spin.cur; spin < 0 || (now.Sub(idleSince) < spin && ep.maySpin(now)) {
 			polled = ep.idle()
+			ep.loop.share.lastIdle = ep.now()
 			continue
 		}
 		next := ep.eng.NextDeadline()
@@ -146,6 +151,7 @@ func (ep *Endpoint) turns() {
 			polled = ep.idle()
 			continue
 		}
+		ep.stopSpin()
 		ep.sleep(now, next)
 		idleSince = ep.now()
 		parked = idleSince.Sub(now)
