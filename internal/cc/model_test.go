@@ -28,7 +28,34 @@ type link struct {
 	limit int     // queue limit in packets; 0: unlimited
 	loss  float64 // random loss probability
 
-	busy int64 // when the packet last queued leaves
+	// A token-bucket shaper (tc's TBF) instead of a fixed-rate link:
+	// burst packets' worth of tokens, one more every tau; a packet with a
+	// token leaves at the line's own pace, line (a veth: a microsecond).
+	burst float64
+	line  int64
+
+	busy   int64   // when the packet last queued leaves
+	tokens float64 // shaper: tokens at tokenT
+	tokenT int64
+}
+
+// depart returns when a packet that reaches the link at t leaves it, and
+// updates the link.
+func (l *link) depart(t int64) int64 {
+	if l.burst == 0 {
+		dep := max(l.busy, t) + l.tau
+		l.busy = dep
+		return dep
+	}
+	d := max(l.busy, t)
+	tok := min(l.burst, l.tokens+float64(d-l.tokenT)/float64(l.tau))
+	if tok < 1 {
+		d += int64((1 - tok) * float64(l.tau))
+		tok = 1
+	}
+	l.tokens, l.tokenT = tok-1, d
+	l.busy = d + l.line
+	return l.busy
 }
 
 type simConfig struct {
@@ -234,13 +261,12 @@ func (s *sim) arrive(e event) {
 		s.drops++
 		lost = true
 	}
-	dep := max(l.busy, e.t) + l.tau
 	if lost {
 		s.lost++
-		s.push(event{t: dep + l.prop/2 + l.tau, kind: evLost, s: e.s, path: e.path, sent: e.sent})
+		s.push(event{t: max(l.busy, e.t) + l.tau + l.prop/2 + l.tau, kind: evLost, s: e.s, path: e.path, sent: e.sent})
 		return
 	}
-	l.busy = dep
+	dep := l.depart(e.t)
 	if e.t >= s.cfg.measure {
 		s.maxQueue = max(s.maxQueue, wait)
 		s.queueSum += float64(wait)
@@ -267,7 +293,7 @@ func (s *sim) ack(sd *sender, e event) {
 		sd.overTgt++
 	}
 	before := sd.c.Window()
-	sd.c.OnAck(e.t, time.Duration(rtt), int(e.path), false)
+	sd.c.OnAck(e.t, time.Duration(rtt), pktBytes, int(e.path), false)
 	if sd.c.Window() < before {
 		sd.cuts++
 	}
