@@ -93,7 +93,7 @@ func TestModelLinkShare(t *testing.T) {
 			for seed := uint64(1); seed <= seeds(4); seed++ {
 				tau := tauAt(mbit)
 				// Fairness takes a few hundred RTTs to show: 4,000 packets each.
-			s := linkRunWith(seed, 4, []link{shaped(mbit, sh.tbf)}, linkCfg, 32000)
+				s := linkRunWith(seed, 4, []link{shaped(mbit, sh.tbf)}, linkCfg, 32000)
 				j, u := jain(s.throughputs()), s.utilization(0)
 				cuts := 0
 				for i := range s.s {
