@@ -58,7 +58,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // scenarioNames are the scenarios, in the usage message's order.
-var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "stream", "incast", "multipath"}
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "slo", "raft", "stream", "incast", "multipath", "path"}
 
 // parseFlags parses the command line: the scenario, then its flags.
 func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
@@ -72,7 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 		return slo.ParseFlags(args[1:], stderr)
 	case "stream":
 		return stream.ParseFlags(args[1:], stderr)
-	case "incast", "multipath":
+	case "incast", "multipath", "path":
 		return network.ParseFlags(args[0], args[1:], stderr)
 	}
 	return scenario.ParseGridFlags(args, stderr)
@@ -103,6 +103,8 @@ func runScenario(b *scenario.Bench) error {
 		return network.RunIncast(b)
 	case "multipath":
 		return network.RunMultipath(b)
+	case "path":
+		return network.RunPath(b)
 	}
 	return scenario.ErrNotBuilt(b.Cfg.Scenario)
 }

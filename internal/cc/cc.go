@@ -129,10 +129,14 @@ func (c *Controller) Allowed() int {
 	if c.bypass {
 		return c.maxAllowed
 	}
-	if c.cwnd <= 1 {
-		return 1
+	n := 1
+	if c.cwnd > 1 {
+		n = min(int(math.Ceil(c.cwnd)), c.maxAllowed)
 	}
-	return min(int(math.Ceil(c.cwnd)), c.maxAllowed)
+	if c.pairNow { // the second of a packet pair goes even over the window
+		n = min(n+1, c.maxAllowed)
+	}
+	return n
 }
 
 // NextSend is the earliest time the next packet may leave: now when
@@ -332,16 +336,14 @@ func (c *Controller) linkFloor(p *path) int64 {
 // that queued together at the bottleneck come out spaced by the second
 // one's serialization there, however close together they were sent. The
 // gap between two acknowledgements counts when
-//   - it is not narrower than the gap between the sends (a batch of
-//     acknowledgements processed together narrows it);
-//   - the packet queued for at least half of it (r above the base): else
+//   - the pair was sent at least 8 times closer together than the gap (a
+//     pair spaced by its sender measures the sender, and other senders'
+//     packets that came between the two inflate the gap);
+//   - both packets queued, the second for q and the first for q/2: else
 //     the pair need not have met in the queue, and a token-bucket shaper
-//     (tc's TBF) lets a packet that finds tokens through at line rate, so
-//     a pair sent after an idle spell says nothing of the shaped rate;
+//     (tc's TBF) lets packets that find tokens through at line rate;
 //   - the packet is at least half a full one (a small one amplifies
-//     noise), and the gap is long enough to raise the target (shorter
-//     ones change nothing, and are what line-rate bursts and host noise
-//     look like).
+//     noise), and the gap at least minPacketTime.
 //
 // Such a gap is at least the second packet's time at the bottleneck, and
 // exactly that when nothing came between the pair. The path keeps the
@@ -353,7 +355,8 @@ func (c *Controller) pair(p *path, now, r int64, bytes int) {
 	}
 	ackGap, sendGap := now-p.lastSample, sent-p.lastSent
 	q := c.queueing(p.base.min)
-	if 2*sendGap > ackGap || r-p.base.min < q || 2*p.lastQueued < q {
+	queued := r - p.base.min
+	if 8*sendGap > ackGap || queued < q || 2*p.lastQueued < q {
 		return
 	}
 	g := ackGap * int64(c.cfg.PacketSize) / int64(bytes)
