@@ -17,9 +17,9 @@ const silentTimeouts = 3
 const slowStartPacing = 2
 
 // pairEvery: one paced packet in pairEvery is followed at once by the
-// next (if the window allows it), so that the bottleneck spaces the two:
-// a packet-pair probe of the path's rate (see pair). It costs a burst of
-// two packets every pairEvery.
+// next, unpaced and even one over the window (Allowed), so that the
+// bottleneck spaces the two: a packet-pair probe of the path's rate (see
+// pair). It costs a burst of two packets every pairEvery.
 const pairEvery = 16
 
 // minPacketTime is the shortest packet-pair sample taken (a full packet
@@ -124,7 +124,8 @@ func (c *Controller) SRTT() time.Duration { return time.Duration(c.srtt) }
 
 // Allowed is how many packets the window allows in flight: the credits
 // when uncongested, else the window rounded up (the pacer holds the rate
-// to the fraction), and 1 below one packet (the pacer spaces them).
+// to the fraction), and 1 below one packet (the pacer spaces them); one
+// more for the second packet of a packet-pair probe (see pairEvery).
 func (c *Controller) Allowed() int {
 	if c.bypass {
 		return c.maxAllowed
@@ -309,9 +310,9 @@ func (c *Controller) OnTimeout(now int64, path int) {
 }
 
 // target is the delay the window aims at on path p: its base RTT, plus
-// the tolerated queueing q, but never less than LinkPackets of the path's
-// own full packets at its bottleneck (the link floor), plus up to
-// FlowScale times q more for a small window (flow scaling).
+// the tolerated queueing q, never less than LinkPackets of the path's own
+// full packets at its bottleneck (the link floor), plus up to FlowScale
+// times that for a small window (flow scaling).
 func (c *Controller) target(p *path) int64 {
 	base := p.base.min
 	q := max(c.queueing(base), c.linkFloor(p))
