@@ -243,7 +243,8 @@
 // and stops voting. After a cut the next waits for the smoothed RTT of
 // the slowest path that voted for it: the fast paths' samples would
 // otherwise cut again and again before the slow path could show the first
-// cut's effect.
+// cut's effect (50 + 250 Mbit/s: 0.91-0.97 of the sum without the hold,
+// 0.94-0.97 with it; TestModelMultipath's paths: 0.87-0.88, 0.89-0.90).
 // Per-path windows were the alternative; with the link floor, the drain
 // term and this hold, one window reached 0.95-0.97 of two unequal paths
 // in the model (TestModelUnequalPaths), so the median vote stays.
