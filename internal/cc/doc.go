@@ -227,7 +227,7 @@
 // paths instead of 0.86; without the time since, a slow path whose one
 // packet in flight counted a whole slow packet time until answered was
 // held near one packet in flight, idle for a propagation delay after
-// each: 50 + 250 Mbit/s reached 0.89-0.92 of the sum, 0.95-0.97 with it).
+// each: 50 + 250 Mbit/s reached 0.89-0.92 of the sum, 0.94-0.97 with it).
 // A path never measured, or not heard of
 // for 8 of its RTTs, counts as idle and is tried one packet at a time. A
 // suspect path is never taken unless every path is. With one path
@@ -246,7 +246,7 @@
 // cut's effect (50 + 250 Mbit/s: 0.91-0.97 of the sum without the hold,
 // 0.94-0.97 with it; TestModelMultipath's paths: 0.87-0.88, 0.89-0.90).
 // Per-path windows were the alternative; with the link floor, the drain
-// term and this hold, one window reached 0.95-0.97 of two unequal paths
+// term and this hold, one window reached 0.94-0.97 of two unequal paths
 // in the model (TestModelUnequalPaths), so the median vote stays.
 //
 // Config.RoundRobin sprays the paths in turn, blind to delay (skipping
