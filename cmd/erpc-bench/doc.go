@@ -27,6 +27,7 @@
 //	go run ./cmd/erpc-bench slo -workload kv -mix 0,50,95 -server-procs 1,2 -vs grpc
 //	sudo go run ./cmd/erpc-bench incast -senders 16,50 -plot docs/incast.svg
 //	sudo go run ./cmd/erpc-bench multipath -fast 250M -slow 50M
+//	sudo go run ./cmd/erpc-bench path -rates 10,50,250,1000
 //	sudo go run ./cmd/erpc-bench loss -testbed -loss 1e-4,1e-3,1e-2 -vs grpc
 //	sudo go run ./cmd/erpc-bench latency -transport xdp -vs udp,raw-udp -rounds 3
 //	sudo go run ./cmd/erpc-bench fleet -scenarios kill,drain,add,slow,restart-storm -vs grpc -json
@@ -79,7 +80,8 @@
 // and need root with iproute2 and nftables: incast (N senders at once
 // through a shaped bridge port; utilisation, fairness, flow completion
 // times), multipath (one session over two ECMP paths, one a fifth of the
-// other) and loss -testbed (random loss by nftables on a veth). Without
+// other), path (one shaped path at several rates: one session, then
+// several sharing it) and loss -testbed (random loss by nftables on a veth). Without
 // root they exit with a message saying so.
 //
 // The fleet scenario runs erpc.NewClient over replicas in namespaces of
@@ -107,6 +109,7 @@
 //	stream                      scenario/stream    its own: erpc grpc (servers stream-erpc, stream-grpc)
 //	incast                      scenario/network   its own senders: erpc erpc-nocc grpc (server: testbed)
 //	multipath                   scenario/network   its own: erpc erpc-1path erpc-spray grpc (server: testbed)
+//	path                        scenario/network   its own: erpc erpc-nocc grpc (server: testbed)
 //	loss -testbed               scenario/network   systems' erpc clients and grpc (server: testbed)
 //	fleet                       scenario/fleet     its own: erpc erpc-rr grpc (servers: testbed's fleetsrv)
 //

@@ -59,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // scenarioNames are the scenarios, in the usage message's order.
-var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "handshake", "slo", "raft", "stream", "incast", "multipath", "fleet"}
+var scenarioNames = []string{"latency", "rate", "table", "bandwidth", "sessions", "loss", "handshake", "slo", "raft", "stream", "incast", "multipath", "path", "fleet"}
 
 // parseFlags parses the command line: the scenario, then its flags.
 func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
@@ -73,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*scenario.Config, error) {
 		return slo.ParseFlags(args[1:], stderr)
 	case "stream":
 		return stream.ParseFlags(args[1:], stderr)
-	case "incast", "multipath":
+	case "incast", "multipath", "path":
 		return network.ParseFlags(args[0], args[1:], stderr)
 	case "fleet":
 		return fleet.ParseFlags(args[1:], stderr)
@@ -113,6 +113,8 @@ func runScenario(b *scenario.Bench) error {
 		return network.RunMultipath(b)
 	case "fleet":
 		return fleet.Run(b)
+	case "path":
+		return network.RunPath(b)
 	}
 	return scenario.ErrNotBuilt(b.Cfg.Scenario)
 }

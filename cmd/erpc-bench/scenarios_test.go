@@ -24,7 +24,7 @@ var gridScenarios = []string{"latency", "rate", "table", "bandwidth", "sessions"
 // -json, each server in a process of its own: every row has the
 // contract's fields, erpc's rows in the grid scenarios the counters
 // BENCHMARKS.md names, and each scenario's own fields and sane values (see
-// each case). The testbed scenarios (incast, multipath, loss -testbed)
+// each case). The testbed scenarios (incast, multipath, path, loss -testbed)
 // skip, saying why, without root, iproute2 and nftables; all skip under
 // -short.
 func TestScenariosJSON(t *testing.T) {
@@ -48,6 +48,7 @@ func TestScenariosJSON(t *testing.T) {
 		{"stream", "erpc-grpc", smokeStream},
 		{"incast", "testbed", incastScenario},
 		{"multipath", "testbed", multipathScenario},
+		{"path", "testbed", pathScenario},
 		{"loss", "testbed", lossTestbedScenario},
 		{"fleet", "testbed", fleetScenario},
 	}
@@ -97,6 +98,7 @@ var documentedCommands = [][]string{
 	{"slo", "-workload", "kv", "-mix", "0,50,95", "-server-procs", "1,2", "-vs", "grpc"},
 	{"incast", "-senders", "16,50", "-plot", "docs/incast.svg"},
 	{"multipath", "-fast", "250M", "-slow", "50M"},
+	{"path", "-rates", "10,50,250,1000"},
 	{"loss", "-testbed", "-loss", "1e-4,1e-3,1e-2", "-vs", "grpc"},
 	{"stream", "-size", "32,64K", "-streams", "1,16", "-vs", "grpc"},
 	{"latency", "-blocking", "-size", "32", "-rounds", "4"},
@@ -128,6 +130,7 @@ var documentedCommands = [][]string{
 	{"incast", "-plot", "docs/incast.svg"},
 	{"incast", "-senders", "50", "-vs", "erpc-nocc", "-rate", "250M", "-reps", "3"},
 	{"multipath"},
+	{"path", "-rates", "10,50,250,1000", "-vs", "erpc-nocc,grpc", "-json"},
 	{"loss", "-testbed"},
 	{"latency", "-busy", "-size", "32", "-d", "2s", "-vs", "raw-udp,erpc-call,grpc"},
 	{"latency", "-size", "32", "-d", "2s", "-vs", "raw-udp,erpc-call,grpc"},

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -146,12 +147,47 @@ func multipathScenario(t *testing.T) {
 				t.Errorf("%s: ports on paths %v", sys, pp)
 			}
 		}
+		if num(t, m, "capacity_gbps") <= 0 {
+			t.Errorf("%s: no capacity_gbps: %v", sys, m)
+		}
 		if sys == "erpc" && (num(t, m, "vs_1path") <= 0 || num(t, m, "vs_spray") <= 0) {
 			t.Errorf("erpc row without its ratios: %v", m)
 		}
 	}
 	if count["erpc-1path"] != 2 || count["grpc"] != 2 || count["erpc-spray"] != 1 || count["erpc"] != 1 {
 		t.Errorf("rows per system: %v", count)
+	}
+}
+
+func pathScenario(t *testing.T) {
+	needTestbed(t)
+	rows := runNetJSON(t, "path", "-rates", "50", "-size", "64K", "-sessions", "2", "-vs", "erpc-nocc,grpc",
+		"-d", "1s", "-warmup", "100ms", "-json", "-pin=false")
+	count := map[string]int{}
+	for _, m := range rows {
+		sys := m["system"].(string)
+		n := int(num(t, m, "sessions"))
+		count[fmt.Sprintf("%s/%d", sys, n)]++
+		if m["scenario"] != "path" || num(t, m, "rate_mbit") != 50 || num(t, m, "gbps") <= 0 || num(t, m, "errors") != 0 {
+			t.Errorf("%s: %v", sys, m)
+		}
+		// Wire bytes against the rate: above 0, and not far above 1
+		// (the shaper's burst).
+		if u := num(t, m, "utilization"); u <= 0 || u > 1.2 {
+			t.Errorf("%s x%d: utilization %v", sys, n, u)
+		}
+		if _, ok := m["jain"]; ok != (n > 1) {
+			t.Errorf("%s x%d: jain present %v", sys, n, ok)
+		}
+		if n > 1 && (num(t, m, "jain") <= 0 || num(t, m, "jain") > 1) {
+			t.Errorf("%s x%d: jain %v", sys, n, m["jain"])
+		}
+	}
+	for _, k := range []string{"erpc/1", "erpc/2", "erpc-nocc/1", "erpc-nocc/2", "grpc/1", "grpc/2"} {
+		if count[k] != 1 {
+			t.Errorf("rows per system/sessions: %v", count)
+			break
+		}
 	}
 }
 

@@ -21,7 +21,7 @@ func packet(c *Controller, now int64, rnd uint64, rtt time.Duration) int {
 		p = c.PickPath(now, rnd)
 	}
 	c.OnSend(now, pktBytes, p)
-	c.OnAck(now+int64(rtt), rtt, p, false)
+	c.OnAck(now+int64(rtt), rtt, pktBytes, p, false)
 	return n
 }
 

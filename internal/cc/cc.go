@@ -16,6 +16,17 @@ const silentTimeouts = 3
 // back (Linux paces slow start at 2x for the same reason).
 const slowStartPacing = 2
 
+// pairEvery: one paced packet in pairEvery is followed at once by the
+// next, unpaced and even one over the window (Allowed), so that the
+// bottleneck spaces the two: a packet-pair probe of the path's rate (see
+// pair). It costs a burst of two packets every pairEvery.
+const pairEvery = 16
+
+// minPacketTime is the shortest packet-pair sample taken (a full packet
+// at 12 Gbit/s): shorter gaps are acknowledgements processed in a batch,
+// and a floor that short would be far below QueueFloor anyway.
+const minPacketTime = 1000
+
 // stallRTTs is how many smoothed raw RTTs without any acknowledgement make
 // a silence a stall: see stalled.
 const stallRTTs = 2
@@ -36,17 +47,20 @@ type Controller struct {
 	cwnd float64 // window, packets
 	fs   float64 // flow-scaling term for cwnd, in multiples of the tolerated queueing
 
-	srtt    int64 // smoothed filtered RTT over all paths: pacing and cut period
-	lastAck int64 // time of the latest acknowledgement
-	rawRTT  int64 // smoothed raw (unfiltered) RTT, for stall detection
-	quiet   int64 // samples before this time follow a stall: see stalled
-	lastCut int64 // time of the latest cut
-	sentAt  int64 // time of the latest send while paced
-	sentLen int   // and its size; the next send is due one gap later
-	silent  int   // timeouts since the latest acknowledgement on any path
-	rrNext  int   // round robin's next path
-	nVote   int   // paths with a recent sample
-	nCong   int   // of which above their target
+	srtt    int64  // smoothed filtered RTT over all paths: pacing and cut period
+	lastAck int64  // time of the latest acknowledgement
+	rawRTT  int64  // smoothed raw (unfiltered) RTT, for stall detection
+	quiet   int64  // samples before this time follow a stall: see stalled
+	lastCut int64  // time of the latest cut
+	cutHold int64  // the slowest voting path's smoothed RTT at that cut
+	sentAt  int64  // time of the latest send while paced
+	sentLen int    // and its size; the next send is due one gap later
+	paced   uint32 // paced sends: every pairEvery-th is followed by a pair
+	pairNow bool   // the next send is the second of a packet pair: not paced
+	silent  int    // timeouts since the latest acknowledgement on any path
+	rrNext  int    // round robin's next path
+	nVote   int    // paths with a recent sample
+	nCong   int    // of which above their target
 
 	maxAllowed int
 	cfg        Config
@@ -110,15 +124,20 @@ func (c *Controller) SRTT() time.Duration { return time.Duration(c.srtt) }
 
 // Allowed is how many packets the window allows in flight: the credits
 // when uncongested, else the window rounded up (the pacer holds the rate
-// to the fraction), and 1 below one packet (the pacer spaces them).
+// to the fraction), and 1 below one packet (the pacer spaces them); one
+// more for the second packet of a packet-pair probe (see pairEvery).
 func (c *Controller) Allowed() int {
 	if c.bypass {
 		return c.maxAllowed
 	}
-	if c.cwnd <= 1 {
-		return 1
+	n := 1
+	if c.cwnd > 1 {
+		n = min(int(math.Ceil(c.cwnd)), c.maxAllowed)
 	}
-	return min(int(math.Ceil(c.cwnd)), c.maxAllowed)
+	if c.pairNow { // the second of a packet pair goes even over the window
+		n = min(n+1, c.maxAllowed)
+	}
+	return n
 }
 
 // NextSend is the earliest time the next packet may leave: now when
@@ -129,7 +148,7 @@ func (c *Controller) Allowed() int {
 // window of the moment, so that a window that has just grown is not held
 // to the spacing of the smaller one.
 func (c *Controller) NextSend(now int64) int64 {
-	if c.bypass || c.sentLen == 0 {
+	if c.bypass || c.sentLen == 0 || c.pairNow {
 		return now
 	}
 	w := c.cwnd
@@ -150,14 +169,18 @@ func (c *Controller) OnSend(now int64, bytes int, path int) {
 		return
 	}
 	c.sentAt, c.sentLen = now, bytes
+	c.paced++
+	c.pairNow = c.paced%pairEvery == 0
 }
 
 // OnAck takes the RTT sample of one acknowledged packet sent on path, net
-// of the time the server held it, and adjusts the window. under is the
-// server's share mark on the reply: this session gets less than the
+// of the time the server held it, and adjusts the window. bytes is the
+// size of the larger packet of the exchange (the packet sent, or the reply
+// that acknowledged it): what the bottleneck had to serialize. under is
+// the server's share mark on the reply: this session gets less than the
 // server's mean share of the request data arriving there (see the package
 // doc, "The share mark").
-func (c *Controller) OnAck(now int64, rtt time.Duration, path int, under bool) {
+func (c *Controller) OnAck(now int64, rtt time.Duration, bytes int, path int, under bool) {
 	r := int64(rtt)
 	if r < int64(c.cfg.MinRTT) {
 		return // an artifact: it would poison the base RTT
@@ -172,8 +195,12 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, path int, under bool) {
 	}
 	p.timeouts, p.suspectUntil = 0, 0
 	p.base.add(now, r, c.bucket)
-	p.lastSample, p.sampled = now, true
-	if c.stalled(now, r) {
+	stalled := c.stalled(now, r)
+	if !stalled {
+		c.pair(p, now, r, bytes)
+	}
+	p.lastSample, p.lastSent, p.lastQueued, p.sampled = now, now-r, r-p.base.min, true
+	if stalled {
 		return
 	}
 	p.filt.push(now, r)
@@ -188,8 +215,8 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, path int, under bool) {
 	p.delay = d
 	p.srtt = ewma(p.srtt, d)
 	c.srtt = ewma(c.srtt, d)
-	if p.tgtBase != p.base.min || p.tgtFS != c.fs { // rarely: the target is cached
-		p.tgt, p.tgtBase, p.tgtFS = c.target(p.base.min), p.base.min, c.fs
+	if p.tgtBase != p.base.min || p.tgtFS != c.fs || p.tgtPkt != p.pkt.min { // rarely: the target is cached
+		p.tgt, p.tgtBase, p.tgtFS, p.tgtPkt = c.target(p), p.base.min, c.fs, p.pkt.min
 	}
 	cong := d > p.tgt
 	if c.k > 1 && !c.rr {
@@ -282,18 +309,73 @@ func (c *Controller) OnTimeout(now int64, path int) {
 	}
 }
 
-// target is the delay the window aims at on a path of base RTT base: the
-// base, plus the tolerated queueing q, plus up to FlowScale times q more
-// for a small window (flow scaling).
-func (c *Controller) target(base int64) int64 {
-	b := float64(base)
-	q := max(int64(c.cfg.QueueFloor), int64(c.cfg.QueueFrac*b))
+// target is the delay the window aims at on path p: its base RTT, plus
+// the tolerated queueing q, never less than LinkPackets of the path's own
+// full packets at its bottleneck (the link floor), plus up to FlowScale
+// times that for a small window (flow scaling).
+func (c *Controller) target(p *path) int64 {
+	base := p.base.min
+	q := max(c.queueing(base), c.linkFloor(p))
 	return base + q + int64(c.fs*float64(q))
+}
+
+// queueing is the tolerated queueing of a path of base RTT base, before
+// the link floor: max(QueueFloor, QueueFrac*base).
+func (c *Controller) queueing(base int64) int64 {
+	return max(int64(c.cfg.QueueFloor), int64(c.cfg.QueueFrac*float64(base)))
+}
+
+// linkFloor is the queueing that LinkPackets full packets take to cross
+// the path's bottleneck, from its packet-pair estimate (0 while it has
+// none), capped at LinkFloorMax.
+func (c *Controller) linkFloor(p *path) int64 {
+	return min(int64(c.cfg.LinkPackets*float64(p.pkt.min)), int64(c.cfg.LinkFloorMax))
+}
+
+// pair takes a packet-pair sample of path p's bottleneck from the
+// acknowledgement at now of a packet of bytes whose RTT was r: two packets
+// that queued together at the bottleneck come out spaced by the second
+// one's serialization there, however close together they were sent. The
+// gap between two acknowledgements counts when
+//   - the pair was sent at least 8 times closer together than the gap (a
+//     pair spaced by its sender measures the sender, and other senders'
+//     packets that came between the two inflate the gap);
+//   - both packets queued, the second for q and the first for q/2: else
+//     the pair need not have met in the queue, and a token-bucket shaper
+//     (tc's TBF) lets packets that find tokens through at line rate;
+//   - the packet is at least half a full one (a small one amplifies
+//     noise), and the gap at least minPacketTime.
+//
+// Such a gap is at least the second packet's time at the bottleneck, and
+// exactly that when nothing came between the pair. The path keeps the
+// lowest, scaled to a full packet, over the base RTT's window.
+func (c *Controller) pair(p *path, now, r int64, bytes int) {
+	sent := now - r
+	if !p.sampled || 2*bytes < c.cfg.PacketSize || sent <= p.lastSent {
+		return
+	}
+	ackGap, sendGap := now-p.lastSample, sent-p.lastSent
+	q := c.queueing(p.base.min)
+	queued := r - p.base.min
+	if 8*sendGap > ackGap || queued < q || 2*p.lastQueued < q {
+		return
+	}
+	g := ackGap * int64(c.cfg.PacketSize) / int64(bytes)
+	if g < minPacketTime {
+		return
+	}
+	p.pkt.add(now, g, c.bucket)
 }
 
 // Target is the current target delay of path.
 func (c *Controller) Target(path int) time.Duration {
-	return time.Duration(c.target(c.path(path).base.min))
+	return time.Duration(c.target(c.path(path)))
+}
+
+// PacketTime is path's estimated time for one full packet to cross its
+// bottleneck (the packet-pair estimate); 0 while there is none.
+func (c *Controller) PacketTime(path int) time.Duration {
+	return time.Duration(c.path(path).pkt.min)
 }
 
 // ObserveBase feeds path's base RTT a sample that says nothing about
@@ -345,9 +427,11 @@ func (c *Controller) increase() {
 }
 
 // mayCut: at most one cut per RTT, as the effect of a cut takes an RTT to
-// show in the samples.
+// show in the samples; with several paths, per RTT of the slowest path
+// that voted for the last cut (see queued), or the fast paths would cut
+// again and again before the slow one could show the first cut's effect.
 func (c *Controller) mayCut(now int64) bool {
-	return !c.cutYet || now-c.lastCut >= c.srtt
+	return !c.cutYet || now-c.lastCut >= max(c.srtt, c.cutHold)
 }
 
 func (c *Controller) cut(now int64, f float64) {

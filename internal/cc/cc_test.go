@@ -17,7 +17,7 @@ func TestSlowStart(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		w := c.Window()
 		now += us1
-		c.OnAck(now, 10*time.Microsecond, 0, false)
+		c.OnAck(now, 10*time.Microsecond, pktBytes, 0, false)
 		if c.Window() != w+1 {
 			t.Fatalf("ack %d: slow start went %.2f -> %.2f", i, w, c.Window())
 		}
@@ -150,15 +150,15 @@ func TestBaseRTT(t *testing.T) {
 	var c Controller
 	c.Init(Config{}, 1)
 	now := int64(5e9)
-	c.OnAck(now, 12*time.Microsecond, 0, false)
+	c.OnAck(now, 12*time.Microsecond, pktBytes, 0, false)
 	if c.BaseRTT(0) != 12*time.Microsecond {
 		t.Fatalf("base %v", c.BaseRTT(0))
 	}
-	c.OnAck(now+1, 9*time.Microsecond, 0, false)
+	c.OnAck(now+1, 9*time.Microsecond, pktBytes, 0, false)
 	if c.BaseRTT(0) != 9*time.Microsecond {
 		t.Fatalf("a lower sample did not lower the base: %v", c.BaseRTT(0))
 	}
-	c.OnAck(now+2, 100*time.Nanosecond, 0, false) // an artifact, below MinRTT
+	c.OnAck(now+2, 100*time.Nanosecond, pktBytes, 0, false) // an artifact, below MinRTT
 	if c.BaseRTT(0) != 9*time.Microsecond {
 		t.Fatalf("an artifact set the base: %v", c.BaseRTT(0))
 	}
@@ -166,7 +166,7 @@ func TestBaseRTT(t *testing.T) {
 	// of BaseWindow (10 s) and expires by the end of it.
 	var kept, gone int64
 	for tt := now + 1e6; tt < now+12e9; tt += 1e6 {
-		c.OnAck(tt, 11*time.Microsecond, 0, false)
+		c.OnAck(tt, 11*time.Microsecond, pktBytes, 0, false)
 		if c.BaseRTT(0) == 9*time.Microsecond {
 			kept = tt - now
 		} else if gone == 0 {
@@ -177,7 +177,7 @@ func TestBaseRTT(t *testing.T) {
 		t.Errorf("base of 9 µs kept for %v, gone after %v; base now %v", time.Duration(kept), time.Duration(gone), c.BaseRTT(0))
 	}
 	// An idle session forgets everything after BaseWindow.
-	c.OnAck(now+40e9, 20*time.Microsecond, 0, false)
+	c.OnAck(now+40e9, 20*time.Microsecond, pktBytes, 0, false)
 	if c.BaseRTT(0) != 20*time.Microsecond {
 		t.Errorf("base after 28 s idle: %v", c.BaseRTT(0))
 	}
@@ -208,7 +208,7 @@ func TestBypassExact(t *testing.T) {
 				if rng.IntN(8) == 0 {
 					rtt += rng.Int64N(300 * us1)
 				}
-				c.OnAck(now, time.Duration(rtt), p, false)
+				c.OnAck(now, time.Duration(rtt), pktBytes, p, false)
 			}
 			b := c.Bypass()
 			if b != (c.Window() == c.cfg.MaxWindow) {

@@ -43,6 +43,15 @@ type Config struct {
 	QueueFrac  float64
 	QueueFloor time.Duration
 
+	// LinkPackets is the link floor of the tolerated queueing, in full
+	// packets at the path's bottleneck rate (packet-pair estimate): on a
+	// slow link, where one packet takes longer to cross than QueueFloor,
+	// a queue of one or two of the session's own packets is how the link
+	// is kept busy, not congestion. Default 2. LinkFloorMax caps it
+	// (default 5 ms: two full packets at 5 Mbit/s).
+	LinkPackets  float64
+	LinkFloorMax time.Duration
+
 	// FlowScale is Swift's flow-scaling range, as a multiple of the
 	// tolerated queueing: the target grows by up to FlowScale times it as
 	// the window shrinks from FlowScaleMax to FlowScaleMin packets
@@ -108,6 +117,8 @@ func (c Config) withDefaults() Config {
 	c.MaxMDF = min(c.MaxMDF, 1)
 	def(&c.QueueFrac, 0.25)
 	defDur(&c.QueueFloor, 10*time.Microsecond)
+	def(&c.LinkPackets, 2)
+	defDur(&c.LinkFloorMax, 5*time.Millisecond)
 	def(&c.FlowScale, 5)
 	def(&c.FlowScaleMin, 0.1)
 	def(&c.FlowScaleMax, c.MaxWindow)

@@ -40,8 +40,8 @@ func TestUnderShareGrowsBelowOnePacket(t *testing.T) {
 	}
 	marked, unmarked = c, c
 	now := f.now + 500*us1 // an RTT on: a cut is allowed again, and it is no stall
-	marked.OnAck(now, 400*time.Microsecond, 0, true)
-	unmarked.OnAck(now, 400*time.Microsecond, 0, false)
+	marked.OnAck(now, 400*time.Microsecond, pktBytes, 0, true)
+	unmarked.OnAck(now, 400*time.Microsecond, pktBytes, 0, false)
 	if marked.Window() <= w {
 		t.Errorf("below one packet, a marked congested ack left the window at %.3f (was %.3f)", marked.Window(), w)
 	}
@@ -76,7 +76,7 @@ func TestNoStallTrap(t *testing.T) {
 		now = max(now, c.NextSend(now))
 		c.OnSend(now, pktBytes, 0)
 		now += rtt
-		c.OnAck(now, time.Duration(rtt), 0, false)
+		c.OnAck(now, time.Duration(rtt), pktBytes, 0, false)
 		if c.SRTT() < 200*time.Microsecond && c.Window() >= 1 {
 			return
 		}

@@ -45,7 +45,7 @@ func (f *flow) step(rtt, noise int64) {
 	s := f.sent[0]
 	f.sent = f.sent[1:]
 	f.now = max(f.now, s+rtt)
-	f.c.OnAck(f.now, time.Duration(f.now-s+noise), f.path, f.under)
+	f.c.OnAck(f.now, time.Duration(f.now-s+noise), pktBytes, f.path, f.under)
 	f.fill()
 }
 

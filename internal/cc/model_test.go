@@ -28,7 +28,34 @@ type link struct {
 	limit int     // queue limit in packets; 0: unlimited
 	loss  float64 // random loss probability
 
-	busy int64 // when the packet last queued leaves
+	// A token-bucket shaper (tc's TBF) instead of a fixed-rate link:
+	// burst packets' worth of tokens, one more every tau; a packet with a
+	// token leaves at the line's own pace, line (a veth: a microsecond).
+	burst float64
+	line  int64
+
+	busy   int64   // when the packet last queued leaves
+	tokens float64 // shaper: tokens at tokenT
+	tokenT int64
+}
+
+// depart returns when a packet that reaches the link at t leaves it, and
+// updates the link.
+func (l *link) depart(t int64) int64 {
+	if l.burst == 0 {
+		dep := max(l.busy, t) + l.tau
+		l.busy = dep
+		return dep
+	}
+	d := max(l.busy, t)
+	tok := min(l.burst, l.tokens+float64(d-l.tokenT)/float64(l.tau))
+	if tok < 1 {
+		d += int64((1 - tok) * float64(l.tau))
+		tok = 1
+	}
+	l.tokens, l.tokenT = tok-1, d
+	l.busy = d + l.line
+	return l.busy
 }
 
 type simConfig struct {
@@ -53,6 +80,21 @@ type simConfig struct {
 
 	trace func(s *sim) // called every traceEvery
 	every int64
+
+	// Open-loop load (model_load_test.go): packets arrive at each sender
+	// every interarrival on average (Poisson) instead of a backlog; their
+	// latency is from arrival to acknowledgement. linkStallEvery and
+	// linkStallMax stop link 0 now and then (a starved server that does
+	// not read its socket); nocc sends with no window and no pacer.
+	interarrival   int64
+	linkStallEvery int64
+	linkStallMax   int64
+	nocc           bool
+	// rto > 0: a packet not acknowledged within max(rto, 2 srtt) is given
+	// up (OnTimeout) and sent again at once on its credit, as the engine's
+	// retransmission timer does; the late answer to the first copy is
+	// dropped (it names no in-flight record).
+	rto int64
 }
 
 type event struct {
@@ -62,6 +104,8 @@ type event struct {
 	s    int32
 	path int16
 	sent int64
+	born int64 // open loop: when the packet arrived at the sender
+	id   uint64
 }
 
 const (
@@ -73,6 +117,9 @@ const (
 	evPause
 	evResume
 	evStall
+	evArrival
+	evLinkStall
+	evRTO
 )
 
 type sender struct {
@@ -95,7 +142,11 @@ type sender struct {
 	pauses    int
 	stalls    int
 	perPath   []int
-	notBypass int // acknowledgements seen while not in bypass
+	notBypass int     // acknowledgements seen while not in bypass
+	born      []int64 // open loop: arrival times of the packets waiting
+	pending   map[uint64]bool
+	nextID    uint64
+	rtos      int
 }
 
 type sim struct {
@@ -116,7 +167,9 @@ type sim struct {
 	queueN      int
 	drops       int
 	lost        int
-	delivered   []int // per link, in the measurement window
+	delivered   []int   // per link, in the measurement window
+	latency     []int64 // open loop: arrival to acknowledgement, measured packets
+	linkStalls  int
 }
 
 func newSim(cfg simConfig) *sim {
@@ -146,6 +199,15 @@ func newSim(cfg simConfig) *sim {
 		if cfg.stallEvery > 0 {
 			s.push(event{t: s.expo(cfg.stallEvery), kind: evStall, s: int32(i)})
 		}
+	}
+	if cfg.interarrival > 0 {
+		for i := range s.s {
+			s.s[i].left = 0
+			s.push(event{t: s.expo(cfg.interarrival), kind: evArrival, s: int32(i)})
+		}
+	}
+	if cfg.linkStallEvery > 0 {
+		s.push(event{t: s.expo(cfg.linkStallEvery), kind: evLinkStall})
 	}
 	if cfg.gcSender >= 0 && cfg.gcEvery > 0 {
 		s.push(event{t: cfg.gcEvery / 2, kind: evPause, s: int32(cfg.gcSender)})
@@ -190,11 +252,30 @@ func (s *sim) handle(e event) {
 		s.trySend(int(e.s))
 	case evArrive:
 		s.arrive(e)
+	case evRTO:
+		if !sd.pending[e.id] {
+			return
+		}
+		if sd.pauseTill > e.t { // the timer runs when the sender does
+			e.t = sd.pauseTill
+			s.push(e)
+			return
+		}
+		delete(sd.pending, e.id)
+		sd.rtos++
+		sd.c.OnTimeout(e.t, int(e.path))
+		s.send(int(e.s), int(e.path), e.born) // the copy takes the credit
 	case evAck, evLost:
 		if sd.pauseTill > e.t {
 			e.t = sd.pauseTill
 			s.push(e) // processed when the sender runs again, in order
 			return
+		}
+		if s.cfg.rto > 0 && e.kind == evAck {
+			if !sd.pending[e.id] {
+				return // the answer to a copy given up: no record, no sample
+			}
+			delete(sd.pending, e.id)
 		}
 		if e.kind == evAck {
 			s.ack(sd, e)
@@ -223,6 +304,16 @@ func (s *sim) handle(e event) {
 			s.push(event{t: till, kind: evResume, s: e.s})
 		}
 		s.push(event{t: e.t + s.expo(s.cfg.stallEvery), kind: evStall, s: e.s})
+	case evArrival:
+		sd.left++
+		sd.born = append(sd.born, e.t)
+		s.push(event{t: e.t + s.expo(s.cfg.interarrival), kind: evArrival, s: e.s})
+		s.trySend(int(e.s))
+	case evLinkStall:
+		l := &s.links[0]
+		l.busy = max(l.busy, e.t) + s.rng.Int64N(s.cfg.linkStallMax)
+		s.linkStalls++
+		s.push(event{t: e.t + s.expo(s.cfg.linkStallEvery), kind: evLinkStall})
 	}
 }
 
@@ -234,13 +325,12 @@ func (s *sim) arrive(e event) {
 		s.drops++
 		lost = true
 	}
-	dep := max(l.busy, e.t) + l.tau
 	if lost {
 		s.lost++
-		s.push(event{t: dep + l.prop/2 + l.tau, kind: evLost, s: e.s, path: e.path, sent: e.sent})
+		s.push(event{t: max(l.busy, e.t) + l.tau + l.prop/2 + l.tau, kind: evLost, s: e.s, path: e.path, sent: e.sent})
 		return
 	}
-	l.busy = dep
+	dep := l.depart(e.t)
 	if e.t >= s.cfg.measure {
 		s.maxQueue = max(s.maxQueue, wait)
 		s.queueSum += float64(wait)
@@ -248,7 +338,7 @@ func (s *sim) arrive(e event) {
 		s.delivered[e.path]++
 	}
 	s.maxQueueAll = max(s.maxQueueAll, wait)
-	s.push(event{t: dep + l.prop/2, kind: evAck, s: e.s, path: e.path, sent: e.sent})
+	s.push(event{t: dep + l.prop/2, kind: evAck, s: e.s, path: e.path, sent: e.sent, born: e.born, id: e.id})
 }
 
 func (s *sim) ack(sd *sender, e event) {
@@ -267,7 +357,7 @@ func (s *sim) ack(sd *sender, e event) {
 		sd.overTgt++
 	}
 	before := sd.c.Window()
-	sd.c.OnAck(e.t, time.Duration(rtt), int(e.path), false)
+	sd.c.OnAck(e.t, time.Duration(rtt), pktBytes, int(e.path), false)
 	if sd.c.Window() < before {
 		sd.cuts++
 	}
@@ -280,6 +370,9 @@ func (s *sim) ack(sd *sender, e event) {
 	}
 	if sd.left == 0 && sd.inflight == 1 {
 		sd.done = e.t
+	}
+	if e.born != 0 && e.born >= s.cfg.measure {
+		s.latency = append(s.latency, e.t-e.born)
 	}
 }
 
@@ -295,8 +388,8 @@ func (s *sim) trySend(i int) {
 	if sd.pauseTill > s.now || s.now < sd.start {
 		return
 	}
-	for sd.left != 0 && sd.inflight < sd.c.Allowed() {
-		if nx := sd.c.NextSend(s.now); nx > s.now {
+	for sd.left != 0 && (sd.inflight < sd.c.Allowed() || s.cfg.nocc && sd.inflight < 32) {
+		if nx := sd.c.NextSend(s.now); nx > s.now && !s.cfg.nocc {
 			if sd.wakeAt == 0 || nx < sd.wakeAt {
 				sd.wakeAt = nx
 				s.push(event{t: nx, kind: evWake, s: int32(i)})
@@ -304,13 +397,33 @@ func (s *sim) trySend(i int) {
 			return
 		}
 		p := sd.c.PickPath(s.now, s.rng.Uint64())
-		sd.c.OnSend(s.now, pktBytes, p)
-		sd.perPath[p]++
 		sd.inflight++
 		if sd.left > 0 {
 			sd.left--
 		}
-		s.push(event{t: s.now + s.links[p].prop/2, kind: evArrive, s: int32(i), path: int16(p), sent: s.now})
+		var born int64
+		if len(sd.born) > 0 {
+			born, sd.born = sd.born[0], sd.born[1:]
+		}
+		s.send(i, p, born)
+	}
+}
+
+// send puts a packet of sender i on path p (its credit already taken).
+func (s *sim) send(i, p int, born int64) {
+	sd := &s.s[i]
+	sd.c.OnSend(s.now, pktBytes, p)
+	sd.perPath[p]++
+	sd.nextID++
+	e := event{t: s.now + s.links[p].prop/2, kind: evArrive, s: int32(i), path: int16(p), sent: s.now, born: born, id: sd.nextID}
+	s.push(e)
+	if s.cfg.rto > 0 {
+		if sd.pending == nil {
+			sd.pending = map[uint64]bool{}
+		}
+		sd.pending[e.id] = true
+		e.t, e.kind = s.now+max(s.cfg.rto, 2*int64(sd.c.SRTT())), evRTO
+		s.push(e)
 	}
 }
 

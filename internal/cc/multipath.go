@@ -55,17 +55,20 @@ func (c *Controller) queued(now int64, p *path) (x float64, ok bool) {
 	}
 	var xs [MaxPaths]float64
 	n := 0
+	hold := int64(0)
 	for i := range c.k {
 		q := c.path(i)
 		c.expire(now, q)
 		if q.vote {
 			xs[n] = queuedFrac(q)
 			n++
+			hold = max(hold, q.srtt)
 		}
 	}
 	if !c.congested(p) {
 		return 0, false
 	}
+	c.cutHold = hold
 	return nth(xs[:n], n/2), true
 }
 

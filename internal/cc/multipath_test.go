@@ -10,7 +10,7 @@ import (
 func feed(c *Controller, now *int64, p, n int, rtt, gap int64) {
 	for range n {
 		*now += gap
-		c.OnAck(*now, time.Duration(rtt), p, false)
+		c.OnAck(*now, time.Duration(rtt), pktBytes, p, false)
 	}
 }
 
@@ -124,7 +124,7 @@ func TestSuspectPaths(t *testing.T) {
 	if !c.Suspect(now+int64(20*time.Millisecond)-1, 2) || c.Suspect(now+int64(20*time.Millisecond), 2) {
 		t.Fatalf("third timeout: suspect for 20 ms expected")
 	}
-	c.OnAck(now+1, 10*time.Microsecond, 2, false)
+	c.OnAck(now+1, 10*time.Microsecond, pktBytes, 2, false)
 	if c.Suspect(now+1, 2) {
 		t.Fatalf("an acknowledgement did not clear the suspicion")
 	}

@@ -135,6 +135,7 @@ func (w *winMin) rotate(now, bucket int64) {
 type path struct {
 	filt minFilter
 	base winMin
+	pkt  winMin // packet-pair estimate of a full packet's bottleneck time
 
 	srtt  int64 // smoothed filtered RTT
 	gap   int64 // smoothed interval between acknowledgements in a busy period
@@ -143,8 +144,11 @@ type path struct {
 	// The target is recomputed only when what it depends on changed.
 	tgtBase int64
 	tgtFS   float64
+	tgtPkt  int64
 
 	lastSample   int64 // latest acknowledgement on this path
+	lastSent     int64 // when its packet left (less the server's hold)
+	lastQueued   int64 // and how long it queued (its RTT above the base)
 	suspectUntil int64 // not chosen before this while another path is usable
 	timeouts     int32 // consecutive timeouts, reset by an acknowledgement
 	unanswered   int32 // packets sent since the latest acknowledgement
@@ -173,7 +177,7 @@ func (p *path) queueing(now int64) int64 {
 		}
 		return 0
 	}
-	return p.delay - p.base.min + int64(p.unanswered)*p.gap
+	return max(p.delay-p.base.min+int64(p.unanswered)*p.gap-(now-p.lastSample), 0)
 }
 
 func (p *path) suspect(now int64) bool { return p.suspectUntil > now }

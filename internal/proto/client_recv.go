@@ -110,9 +110,21 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		rtt := now.Sub(r.sentAt) - time.Duration(h.HoldMicros)*time.Microsecond
 		cs.rtt.sample(rtt)
 		if !cs.noCC {
-			cs.cc.OnAck(int64(now), rtt, int(r.path), h.Flags&wire.FlagUnderShare != 0)
+			cs.cc.OnAck(int64(now), rtt, exchangeBytes(s, h, &r), int(r.path), h.Flags&wire.FlagUnderShare != 0)
 		}
 	}
+}
+
+// exchangeBytes is the larger of the two packets of an acknowledged
+// exchange, the packet r sent and the reply h: what a bottleneck on the
+// way had to serialize (congestion control's link floor).
+func exchangeBytes(s *session, h *wire.Header, r *inflight) int {
+	reply := wire.HeaderLen
+	if h.Type == wire.TypeResp {
+		lo, hi := dataRange(h.PktIndex, int(h.MsgSize), s.dpp)
+		reply += max(hi-lo, 0)
+	}
+	return max(int(r.bytes), reply)
 }
 
 // answers reports whether reply h can be the answer to client packet r.

@@ -148,7 +148,7 @@ func (e *Engine) transmit(now Time, s *session, i int, kind pktKind, idx uint32,
 	if !cs.noCC {
 		cs.cc.OnSend(int64(now), wire.HeaderLen+len(payload), int(h.Path))
 	}
-	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, path: h.Path, idx: idx, sentAt: now})
+	cs.flight.add(inflight{seq: h.TxSeq, slot: uint16(i), kind: kind, retx: retx, path: h.Path, bytes: uint16(wire.HeaderLen + len(payload)), idx: idx, sentAt: now})
 	sl.nflight++
 	if !sl.sent {
 		sl.firstSent = now

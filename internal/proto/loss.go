@@ -20,8 +20,9 @@ type inflight struct {
 	seq    uint32
 	slot   uint16
 	kind   pktKind
-	retx   uint8 // how many times this packet was sent before this copy
-	path   uint8 // the path this copy went on
+	retx   uint8  // how many times this packet was sent before this copy
+	path   uint8  // the path this copy went on
+	bytes  uint16 // its size on the wire (the pacer's and link floor's)
 	idx    uint32
 	sentAt Time
 }

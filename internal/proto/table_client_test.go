@@ -272,7 +272,7 @@ func TestClientTable_SlowStart(t *testing.T) {
 		}
 		c.OnSend(int64(warm.now), 1472, 0)
 		warm.now = warm.now.Add(20 * time.Microsecond)
-		c.OnAck(int64(warm.now), 20*time.Microsecond, 0, false)
+		c.OnAck(int64(warm.now), 20*time.Microsecond, 1472, 0, false)
 	}
 	warm.call("uncongested: all five at once", req, fivePacketsAtOnce(size))
 }

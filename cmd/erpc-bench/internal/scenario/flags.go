@@ -295,5 +295,5 @@ func ParseSize(f string) (int, error) {
 
 // ErrNotBuilt is the error of a scenario that does not exist yet.
 func ErrNotBuilt(s string) error {
-	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss handshake slo raft stream incast multipath)", s)
+	return fmt.Errorf("unknown scenario %q: not built yet (built: latency rate table bandwidth sessions loss handshake slo raft stream incast multipath path fleet)", s)
 }

@@ -6,6 +6,8 @@
 //     erpc-nocc and gRPC senders (incast*.go);
 //   - multipath: one session over two ECMP paths, one a fifth of the
 //     other; erpc, erpc-1path, erpc-spray and gRPC (multipath*.go);
+//   - path: one shaped path at each of several rates, one session and
+//     then several sharing it; erpc, erpc-nocc and gRPC (path*.go);
 //   - loss -testbed: the loss scenario over a veth with nftables dropping
 //     packets both ways; erpc and gRPC (loss.go).
 //

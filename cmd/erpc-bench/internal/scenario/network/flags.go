@@ -15,8 +15,8 @@ import (
 	"github.com/erpc-go/erpc/cmd/erpc-bench/internal/scenario"
 )
 
-// netConfig holds the flags of the testbed scenarios, incast and
-// multipath (loss -testbed uses the loss scenario's).
+// netConfig holds the flags of the testbed scenarios, incast, multipath
+// and path (loss -testbed uses the loss scenario's).
 type netConfig struct {
 	// incast
 	senders []int
@@ -36,6 +36,10 @@ type netConfig struct {
 	paths      []int  // K for erpc-spray and erpc
 	small      int    // size of the small calls beside the bulk
 	conc       int    // bulk calls in flight
+
+	// path
+	rates    []uint64 // the path's rates, bits/s
+	sessions int      // sessions of the shared rows
 
 	window int // erpc: requests in flight per session (0: default)
 	boost  bool
@@ -61,8 +65,8 @@ func parseBitRate(s string) (uint64, error) {
 	return uint64(v * mult), nil
 }
 
-// ParseFlags parses "incast [flags]" or "multipath [flags]"; name is
-// the scenario.
+// ParseFlags parses "incast [flags]", "multipath [flags]" or "path
+// [flags]"; name is the scenario.
 func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config, error) {
 	c := &scenario.Config{Settings: report.Settings{Scenario: name, Transport: "udp"}}
 	nc := &netConfig{}
@@ -75,16 +79,20 @@ func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config,
 		vsDefault = "erpc-nocc,grpc"
 	case "multipath":
 		vsDefault = "erpc-1path,erpc-spray,grpc"
+	case "path":
+		vsDefault = "grpc"
 	}
 	vs := fs.String("vs", vsDefault, "systems to run beside erpc, comma-separated, or none")
 	senders := fs.String("senders", "16,50", "incast: numbers of senders, comma-separated")
-	size := fs.String("size", "", "incast: bytes each sender sends per incast (default 256K); multipath: bulk call size (default 1M)")
+	size := fs.String("size", "", "incast: bytes each sender sends per incast (default 256K); multipath, path: bulk call size (default 1M)")
 	chunk := fs.String("chunk", "0", "incast: call size; a sender sends -size as -size/-chunk calls at once (0: one call)")
 	fs.IntVar(&nc.reps, "reps", 5, "incast: measured incasts per system and number of senders")
 	fs.IntVar(&nc.warm, "warm", 1, "incast: discarded incasts before the measured ones")
 	rate := fs.String("rate", "500M", "incast: bottleneck rate in bits/s (suffix K, M, G)")
 	burst := fs.String("burst", "32K", "incast: bottleneck burst in bytes")
-	limit := fs.String("limit", "64K", "incast: bottleneck queue in bytes; multipath: each path's queue")
+	limit := fs.String("limit", "64K", "incast: bottleneck queue in bytes; multipath: each path's queue; path: the path's queue")
+	rates := fs.String("rates", "10,50,250,1000", "path: the path's rates in Mbit/s, comma-separated")
+	fs.IntVar(&nc.sessions, "sessions", 4, "path: sessions sharing the path in the second row of each rate (1: none)")
 	fs.BoolVar(&nc.htb, "htb", false, "incast: HTB with a bfifo leaf instead of TBF")
 	fs.DurationVar(&nc.timeout, "timeout", 10*time.Second, "incast: per call; a call that takes longer counts as failed")
 	fs.DurationVar(&nc.gap, "gap", 50*time.Millisecond, "incast: idle time between incasts, after the queue has drained")
@@ -92,9 +100,9 @@ func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config,
 	slow := fs.String("slow", "50M", "multipath: rate of the slow path, bits/s")
 	paths := fs.String("paths", "2", "multipath: paths (source ports) of erpc-spray and erpc, comma-separated")
 	fs.IntVar(&nc.small, "small", 32, "multipath: size of the small calls made beside the bulk traffic")
-	fs.IntVar(&nc.conc, "c", 4, "multipath: bulk calls in flight")
-	fs.DurationVar(&c.Dur, "d", 2*time.Second, "multipath: measured duration per point")
-	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "multipath: warm-up per point, discarded")
+	conc := fs.Int("c", 0, "multipath: bulk calls in flight (default 4); path: calls in flight per session (default 2)")
+	fs.DurationVar(&c.Dur, "d", 2*time.Second, "multipath, path: measured duration per point")
+	fs.DurationVar(&c.Warmup, "warmup", 500*time.Millisecond, "multipath, path: warm-up per point, discarded")
 	fs.IntVar(&nc.window, "window", 0, "erpc: concurrent requests per session (0: library default)")
 	fs.BoolVar(&nc.boost, "boost", true, "raise the run's scheduling priority (nice -10, testnet.Boost) so other work on the machine stalls the senders less")
 	fs.BoolVar(&c.JSON, "json", false, "one JSON object per line instead of a table")
@@ -118,7 +126,25 @@ func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config,
 		}
 	}
 	if *size == "" {
-		*size = map[string]string{"incast": "256K", "multipath": "1M"}[name]
+		*size = map[string]string{"incast": "256K", "multipath": "1M", "path": "1M"}[name]
+	}
+	nc.conc = *conc
+	if nc.conc == 0 {
+		nc.conc = map[bool]int{true: 2, false: 4}[name == "path"]
+	}
+	var mbits []int
+	mbits, err = scenario.ParseInts(*rates)
+	if err != nil {
+		return nil, fmt.Errorf("-rates: %w", err)
+	}
+	for _, m := range mbits {
+		if m < 1 || m > 100000 {
+			return nil, fmt.Errorf("-rates: %d Mbit/s: want 1 to 100000", m)
+		}
+		nc.rates = append(nc.rates, uint64(m)*1e6)
+	}
+	if nc.sessions < 1 || nc.sessions > 64 {
+		return nil, fmt.Errorf("-sessions: %d: want 1 to 64", nc.sessions)
 	}
 	if nc.size, err = scenario.ParseSize(*size); err != nil || nc.size <= 0 {
 		return nil, fmt.Errorf("-size: bad size %q", *size)
@@ -161,6 +187,7 @@ func ParseFlags(name string, args []string, stderr io.Writer) (*scenario.Config,
 	known := map[string][]string{
 		"incast":    {"erpc", "erpc-nocc", "grpc"},
 		"multipath": {"erpc-1path", "erpc-spray", "erpc", "grpc"},
+		"path":      {"erpc", "erpc-nocc", "grpc"},
 	}[name]
 	c.Systems = []string{"erpc"}
 	if name == "multipath" {

@@ -97,6 +97,18 @@ func RunMultipath(b *scenario.Bench) error {
 	return err
 }
 
+// mpCapacity is the rate, in bits/s, of the paths run r uses: its one
+// path's, or both paths' sum.
+func mpCapacity(nc *netConfig, r *mpRun) float64 {
+	switch r.path {
+	case 0:
+		return float64(nc.slow)
+	case 1:
+		return float64(nc.fast)
+	}
+	return float64(nc.slow + nc.fast)
+}
+
 // mpBurst is a path shaper's burst: 2 ms of its rate, at least 16 KiB (a
 // shaper whose timer runs late loses the tokens beyond its burst).
 func mpBurst(rate uint64) int { return max(16<<10, int(rate/8/500)) }
@@ -265,22 +277,24 @@ func mpMeasure(b *scenario.Bench, tb *testbed.TB, tp *testnet.TwoPath, sink *tes
 		pathArg = "all"
 	}
 	j.Extra = map[string]any{
-		"paths":        r.paths,
-		"path":         pathArg,
-		"ports":        r.ports,
-		"port_paths":   r.hashed,
-		"path_gbps":    pathGbps, // wire bytes out of each path (link counters)
-		"path_drops":   drops,
-		"retransmits":  rexmit,
-		"small_size":   nc.small,
-		"small_ops":    smallOps,
-		"slow_mbit":    report.Round3(float64(nc.slow) / 1e6),
-		"fast_mbit":    report.Round3(float64(nc.fast) / 1e6),
-		"queue_limit":  nc.limit,
-		"small_errors": smallErrs.Load(),
-		"bulk_p50_us":  us(bulkH.Quantile(0.5)),
-		"bulk_p99_us":  us(bulkH.Quantile(0.99)),
-		"bulk_max_us":  us(float64(bulkH.Max)),
+		"paths":       r.paths,
+		"path":        pathArg,
+		"ports":       r.ports,
+		"port_paths":  r.hashed,
+		"path_gbps":   pathGbps, // wire bytes out of each path (link counters)
+		"path_drops":  drops,
+		"retransmits": rexmit,
+		"small_size":  nc.small,
+		"small_ops":   smallOps,
+		"slow_mbit":   report.Round3(float64(nc.slow) / 1e6),
+		// What the paths the run used can carry, the bar of its gbps.
+		"capacity_gbps": report.Round3(mpCapacity(nc, r) / 1e9),
+		"fast_mbit":     report.Round3(float64(nc.fast) / 1e6),
+		"queue_limit":   nc.limit,
+		"small_errors":  smallErrs.Load(),
+		"bulk_p50_us":   us(bulkH.Quantile(0.5)),
+		"bulk_p99_us":   us(bulkH.Quantile(0.99)),
+		"bulk_max_us":   us(float64(bulkH.Max)),
 	}
 	return j, nil
 }

@@ -1,0 +1,135 @@
+package cc
+
+import (
+	"fmt"
+	"testing"
+)
+
+// The scenarios below put sessions on links of every speed, from 10 Mbit/s
+// (a full packet takes 1.2 ms to cross) to 10 Gbit/s (1.2 µs), behind a
+// 30 µs round trip: on the slow ones one packet's serialization is far
+// longer than the tolerated queueing of the fast ones (QueueFloor, a
+// quarter of the base), and only the link floor lets a window keep the
+// link busy.
+
+const linkRTT = 30e3 // round-trip propagation of the link scenarios, ns
+
+// tauAt is the time a full packet takes to cross a link of mbit Mbit/s.
+func tauAt(mbit float64) int64 { return int64(pktBytes * 8 * 1e3 / mbit) }
+
+// shaped is a link of mbit Mbit/s: a FIFO served at that rate, or with
+// tbf a token-bucket shaper as the test bed's (a burst of 2 ms of the
+// rate, at least 16 KiB, leaving at a veth's pace), where a packet that
+// finds tokens crosses in a microsecond and the base RTT holds no
+// serialization at all.
+func shaped(mbit float64, tbf bool) link {
+	l := link{tau: tauAt(mbit), prop: linkRTT}
+	if tbf {
+		l.burst = max(16<<10, mbit*1e6/8/500) / pktBytes
+		l.line = 1000
+	}
+	return l
+}
+
+var shapers = []struct {
+	name string
+	tbf  bool
+}{{"fifo", false}, {"tbf", true}}
+
+// linkRun runs n sessions for long enough to send about 8,000 packets
+// over the link (linkRunWith: pkts), measuring the second half.
+func linkRun(seed uint64, n int, links []link) *sim {
+	return linkRunWith(seed, n, links, linkCfg, 8000)
+}
+
+// linkCfg is the configuration of the link scenarios. (Setting
+// LinkFloorMax to 1 ns turns the link floor off: the figures before it.)
+var linkCfg Config
+
+func linkRunWith(seed uint64, n int, links []link, cfg Config, pkts int64) *sim {
+	slowest := int64(0)
+	for _, l := range links {
+		slowest = max(slowest, l.tau)
+	}
+	dur := pkts * slowest
+	return newSim(simConfig{
+		seed: seed, senders: n, links: links, cc: cfg,
+		dur: dur, measure: dur / 2, jitter: 2000, gcSender: -1,
+		start: func(i int) int64 { return int64(i) * 10 * slowest },
+	}).run()
+}
+
+// TestModelLinkSpeeds: one session alone on a link of each speed keeps it
+// busy (utilisation >= 0.9), with a queue that shows the link was the
+// bottleneck, and the packet-pair estimate finds the link's packet time.
+func TestModelLinkSpeeds(t *testing.T) {
+	for _, sh := range shapers {
+		for _, mbit := range []float64{10, 50, 250, 1000, 10000} {
+			for seed := uint64(1); seed <= seeds(4); seed++ {
+				tau := tauAt(mbit)
+				s := linkRun(seed, 1, []link{shaped(mbit, sh.tbf)})
+				u := s.utilization(0)
+				c := &s.s[0].c
+				t.Logf("%s %5.0f Mbit/s seed %d: utilisation %.3f, packet %.1f µs (estimate %.1f µs), queueing max %.1f µs mean %.1f µs, target %.1f µs over base %.1f µs, window %.2f-%.2f, %d cuts",
+					sh.name, mbit, seed, u, us(tau), us(int64(c.PacketTime(0))), us(s.maxQueue), us(s.meanQueue()),
+					us(int64(c.Target(0))), us(int64(c.BaseRTT(0))), s.s[0].minCwnd, s.s[0].maxCwnd, s.s[0].cuts)
+				bdp := float64(linkRTT+tau) / float64(tau)
+				if bdp < 32 && s.maxQueueAll < tau {
+					t.Errorf("%s %.0f Mbit/s seed %d: no queue built (max %.1f µs): the link was not the bottleneck", sh.name, mbit, seed, us(s.maxQueueAll))
+				}
+				if u < 0.9 {
+					t.Errorf("%s %.0f Mbit/s seed %d: utilisation %.3f < 0.9", sh.name, mbit, seed, u)
+				}
+			}
+		}
+	}
+}
+
+// TestModelLinkShare: four sessions sharing one link of each speed reach
+// fair shares (Jain >= 0.95) and keep it busy.
+func TestModelLinkShare(t *testing.T) {
+	for _, sh := range shapers {
+		for _, mbit := range []float64{10, 50, 250, 1000} {
+			for seed := uint64(1); seed <= seeds(4); seed++ {
+				tau := tauAt(mbit)
+				// Fairness takes a few hundred RTTs to show: 4,000 packets each.
+				s := linkRunWith(seed, 4, []link{shaped(mbit, sh.tbf)}, linkCfg, 32000)
+				j, u := jain(s.throughputs()), s.utilization(0)
+				cuts := 0
+				for i := range s.s {
+					cuts += s.s[i].cuts
+				}
+				t.Logf("%s %5.0f Mbit/s seed %d: jain %.3f, utilisation %.3f, queueing max %.1f µs mean %.1f µs, %d cuts",
+					sh.name, mbit, seed, j, u, us(s.maxQueue), us(s.meanQueue()), cuts)
+				if s.maxQueueAll < 2*tau {
+					t.Errorf("%s %.0f Mbit/s seed %d: no queue built (max %.1f µs)", sh.name, mbit, seed, us(s.maxQueueAll))
+				}
+				if j < 0.95 || u < 0.9 {
+					t.Errorf("%s %.0f Mbit/s seed %d: Jain %.3f, utilisation %.3f", sh.name, mbit, seed, j, u)
+				}
+			}
+		}
+	}
+}
+
+// TestModelUnequalPaths: one session over two paths of 50 and 250 Mbit/s
+// (the test bed's multipath topology) moves at least 0.9 of their sum:
+// the slow path does not hold the fast one down.
+func TestModelUnequalPaths(t *testing.T) {
+	for seed := uint64(1); seed <= seeds(4); seed++ {
+		links := []link{shaped(50, true), shaped(250, true)}
+		s := linkRun(seed, 1, links)
+		got := float64(s.delivered[0]+s.delivered[1]) / float64(s.cfg.dur-s.cfg.measure)
+		sum := 1/float64(links[0].tau) + 1/float64(links[1].tau)
+		sd := &s.s[0]
+		t.Logf("seed %d: %.3f of the paths' sum (slow %.3f, fast %.3f utilised), window %.2f-%.2f, %d cuts, packet estimates %s",
+			seed, got/sum, s.utilization(0), s.utilization(1), sd.minCwnd, sd.maxCwnd, sd.cuts,
+			fmt.Sprint(sd.c.PacketTime(0), " ", sd.c.PacketTime(1)))
+		if sd.perPath[0] == 0 || s.maxQueueAll < links[1].tau {
+			t.Fatalf("seed %d: the slow path was never used, or no queue built", seed)
+		}
+		if got < 0.9*sum {
+			t.Errorf("seed %d: %.3f of the two paths' capacity", seed, got/sum)
+		}
+	}
+}
