@@ -280,7 +280,7 @@ func TestUsage(t *testing.T) {
 	expect(t, erpcCmd(t, "", "-nope", "127.0.0.1:1", "list"), 2, "", "flag provided but not defined: -nope")
 	expect(t, erpcCmd(t, "", "mem://x", "list"), 2, "", "mem:// endpoints live inside one process")
 	expect(t, erpcCmd(t, "", "http://x:1", "list"), 2, "", "not HTTP")
-	expect(t, erpcCmd(t, "", "tcp://x:1", "list"), 1, "", `unknown transport "tcp"`)
+	expect(t, erpcCmd(t, "", "quic://x:1", "list"), 1, "", `unknown transport "quic"`)
 	expect(t, erpcCmd(t, "", "-all", "127.0.0.1:1", "health", "svc"), 2, "", "-all or a service")
 	// The former order's usage errors.
 	expect(t, erpcCmd(t, "", "list"), 2, "", "usage: erpc [flags] TARGET list [SERVICE]")
