@@ -23,8 +23,8 @@ func TestReviewMutualDialFrom(t *testing.T) {
 		wg.Wait()
 		fd, fc := recvFrom(t, d), recvFrom(t, c)
 		if fd != c.LocalAddr() || fc != d.LocalAddr() {
-			t.Fatalf("round %d: d heard c (%v) from %v, c heard d (%v) from %v; redials %d/%d",
-				round, c.LocalAddr(), fd, d.LocalAddr(), fc, c.Stats().ReDialPorts, d.Stats().ReDialPorts)
+			t.Fatalf("round %d: d heard c (%v) from %v, c heard d (%v) from %v; claims failed %d/%d",
+				round, c.LocalAddr(), fd, d.LocalAddr(), fc, c.Stats().ClaimFailed, d.Stats().ClaimFailed)
 		}
 		c.Close()
 		d.Close()

@@ -32,8 +32,8 @@ func TestReviewSamePortOtherHost(t *testing.T) {
 	fromB := recvFrom(t, a)
 	sa, sb := a.Stats(), b.Stats()
 	if fromA != a.LocalAddr() || fromB != b.LocalAddr() || sa.Conns != 1 || sb.Conns != 1 {
-		t.Fatalf("b heard a (%v) from %v, a heard b (%v) from %v; connections: a %d, b %d (dialed %d+%d, ReDialPorts %d+%d)",
-			a.LocalAddr(), fromA, b.LocalAddr(), fromB, sa.Conns, sb.Conns, sa.Dialed, sb.Dialed, sa.ReDialPorts, sb.ReDialPorts)
+		t.Fatalf("b heard a (%v) from %v, a heard b (%v) from %v; connections: a %d, b %d (dialed %d+%d, ClaimFailed %d+%d)",
+			a.LocalAddr(), fromA, b.LocalAddr(), fromB, sa.Conns, sb.Conns, sa.Dialed, sb.Dialed, sa.ClaimFailed, sb.ClaimFailed)
 	}
 }
 
