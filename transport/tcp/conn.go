@@ -1,7 +1,9 @@
 package tcp
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -18,7 +20,7 @@ import (
 // (io_other.go).
 type conn struct {
 	t    *Transport
-	addr netip.AddrPort // the peer, as Receive reports it and Send names it
+	addr netip.AddrPort // the peer, as Receive reports it and Send names it (set by register for an accepted one)
 	dead atomic.Bool
 	once sync.Once
 	gone chan struct{} // closed when the connection ends
@@ -30,6 +32,9 @@ type conn struct {
 	ready  bool   // frames may be written now (the loop or the writer has the socket)
 	dialed bool   // opened by this side (set before the connection is shared)
 	mapped bool   // t.conns[addr] is this connection, its end reported (guarded by t.mu)
+
+	nonce   [nonceLen]byte // a dialed connection's claim secret (identity.go)
+	knownAs netip.AddrPort // an accepted connection's: the address the peer dialed
 
 	rbuf   []byte // frames read, the last one perhaps partial
 	filled int    // bytes in rbuf
@@ -43,9 +48,15 @@ func newConn(t *Transport, addr netip.AddrPort) *conn {
 	return c
 }
 
+// firstBuf is the read buffer of a connection whose peer has not yet
+// proven itself: room for a preface and a little more. It grows to what
+// the peer's frames need once the connection carries them (growRead).
+const firstBuf = 256
+
 // setUp runs on the connection's own goroutine once it has a socket:
-// our preface, the peer's (within DialTimeout), then the connection is
-// the peer's and carries frames (startIO).
+// our preface, the peer's (within DialTimeout), the check of an accepted
+// connection's claim (identity.go), then the connection is the peer's and
+// carries frames (startIO).
 func (c *conn) setUp(nc *net.TCPConn) {
 	_ = nc.SetNoDelay(true)
 	rc, _ := nc.SyscallConn()
@@ -57,13 +68,21 @@ func (c *conn) setUp(nc *net.TCPConn) {
 		return
 	}
 	t := c.t
-	_ = nc.SetDeadline(time.Now().Add(t.opts.DialTimeout))
-	if _, err := nc.Write(preface[:]); err != nil {
+	deadline := time.Now().Add(t.opts.DialTimeout)
+	_ = nc.SetDeadline(deadline)
+	mine := preface[:]
+	if c.dialed {
+		mine = t.claimFor(c)
+	}
+	if _, err := nc.Write(mine); err != nil {
 		c.fail(err)
 		return
 	}
-	c.rbuf = make([]byte, frameHead+MaxDatagram+64<<10)
-	filled, err := c.readPreface(c.rbuf)
+	c.rbuf = make([]byte, firstBuf)
+	h, filled, err := c.readHello(c.rbuf)
+	if err == nil && h.kind == kindCheck && c.dialed {
+		err = fmt.Errorf("%w: a check on a connection this side dialed", errBadPreface)
+	}
 	if err != nil {
 		if errors.Is(err, errBadPreface) {
 			t.stats.badPreface.Add(1)
@@ -72,33 +91,77 @@ func (c *conn) setUp(nc *net.TCPConn) {
 		c.fail(err)
 		return
 	}
+	if h.kind == kindCheck {
+		t.answerCheck(c, nc, h)
+		return
+	}
+	key := c.addr
+	if !c.dialed {
+		c.knownAs = canonical(nc.LocalAddr().(*net.TCPAddr).AddrPort())
+		if h.kind == kindClaim {
+			claimed, ok := t.verifyClaim(nc, h, deadline)
+			if ok {
+				key = claimed
+				t.stats.claimed.Add(1)
+			} else {
+				t.stats.claimFailed.Add(1)
+			}
+		}
+	}
 	_ = nc.SetDeadline(time.Time{})
 	c.filled = filled
-	if !t.register(c) {
+	if !t.register(c, key) {
 		c.fail(nil)
 		return
 	}
 	c.startIO()
 }
 
-// readPreface reads the peer's preface into buf, checking each byte as it
+// readHello reads the peer's preface into buf, checking each byte as it
 // comes, so a peer that speaks something else is cut off on its first
 // bytes however few it sends. It returns how many bytes past the preface
 // buf holds (moved to its start).
-func (c *conn) readPreface(buf []byte) (int, error) {
+func (c *conn) readHello(buf []byte) (hello, int, error) {
 	filled := 0
-	for filled < prefaceLen {
+	for {
+		want := helloLen(buf, filled)
+		if want > 0 && filled >= want {
+			h := parseHello(buf[:want])
+			return h, copy(buf, buf[want:filled]), nil
+		}
 		n, err := c.nc.Read(buf[filled:])
 		filled += n
-		if m := min(filled, prefaceLen); string(buf[:m]) != string(preface[:m]) {
-			return 0, checkPreface(buf[:prefaceLen])
+		if perr := checkHello(buf, filled); perr != nil {
+			return hello{}, 0, perr
 		}
-		if err != nil && filled < prefaceLen {
-			return 0, err
+		if err != nil && (helloLen(buf, filled) == 0 || filled < helloLen(buf, filled)) {
+			return hello{}, 0, err
 		}
 	}
-	return copy(buf, buf[prefaceLen:filled]), nil
 }
+
+// growRead makes room in rbuf for the next read: room for the whole of
+// the frame at its start, and more room (doubling, up to fullBuf) when
+// the last read filled it.
+func (c *conn) growRead(filledUp bool) {
+	need := len(c.rbuf)
+	if filledUp {
+		need = min(2*len(c.rbuf), fullBuf)
+	}
+	if c.filled >= frameHead {
+		if n := int(binary.BigEndian.Uint32(c.rbuf)); n <= MaxDatagram {
+			need = max(need, frameHead+n)
+		}
+	}
+	if need > len(c.rbuf) {
+		b := make([]byte, need)
+		copy(b, c.rbuf[:c.filled])
+		c.rbuf = b
+	}
+}
+
+// fullBuf is the largest read buffer: a largest frame and 64 KiB more.
+const fullBuf = frameHead + MaxDatagram + 64<<10
 
 // cutOff ends a connection whose peer sent a malformed frame.
 func (c *conn) cutOff(err error) {

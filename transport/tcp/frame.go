@@ -15,6 +15,11 @@ import (
 // waiting for the rest of a request. A side checks the peer's preface
 // before it takes a frame, so a peer speaking something else (or a
 // different version) is cut off on its first bytes.
+//
+// A dialer that listens writes a longer preface (a claim, identity.go):
+// its last byte before the newline is kindClaim instead, followed by its
+// listening port, a nonce and a newline; a check connection's preface is
+// the same with kindCheck.
 var preface = [prefaceLen]byte{'e', 'R', 'P', 'C', '/', 't', 'c', 'p', version, '\n'}
 
 const (

@@ -177,12 +177,13 @@ func TestDialNotErpc(t *testing.T) {
 	t.Logf("dial of an HTTP server: %v", err)
 }
 
-// TestListenPortTaken: sharing the listening port with dialed sockets
-// does not let a second transport listen on it.
+// TestListenPortTaken: a transport that has dialed a peer (a connection
+// open) still holds its listening port alone: a second transport cannot
+// listen on it.
 func TestListenPortTaken(t *testing.T) {
 	tr := listen(t, "127.0.0.1:0")
 	peer := listen(t, "127.0.0.1:0")
-	tr.Send([]transport.Message{{To: peer.LocalAddr(), Head: []byte("x")}}) // a dialed socket on the port
+	tr.Send([]transport.Message{{To: peer.LocalAddr(), Head: []byte("x")}}) // a dialed connection
 	until(t, "the datagram", func() bool { n, _ := peer.Receive(func(netip.AddrPort, []byte) {}); return n == 1 })
 	if second, err := tcp.Listen(tr.LocalAddr().String(), tcp.Options{}); err == nil {
 		second.Close()

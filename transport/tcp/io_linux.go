@@ -33,10 +33,12 @@ import (
 // run on a loaded machine).
 
 type connIO struct {
-	fd      int32 // the descriptor, once the loop adopted the connection
-	outOff  int   // bytes of out already written
-	flushed bool  // in the loop's flush list
-	wantOut bool  // registered for EPOLLOUT
+	kick    chan struct{} // capacity 1: the outbox has bytes, or the loop adopted the connection (startIO waits)
+	adopted bool          // the loop reads the connection (guarded by mu)
+	fd      int32         // the descriptor, once the loop adopted the connection
+	outOff  int           // bytes of out already written
+	flushed bool          // in the loop's flush list
+	wantOut bool          // registered for EPOLLOUT
 	// The loop's scratch for system calls (writeDirect, flush, read).
 	iov    []unix.Iovec
 	heads  []byte
@@ -93,6 +95,7 @@ func (t *Transport) closeIO() { t.tio.ep.Close() }
 
 func (c *conn) initIO() {
 	c.fd = -1
+	c.kick = make(chan struct{}, 1)
 	c.writeF, c.flushF, c.readF, c.ctlF = c.writeOn, c.flushOn, c.readOn, c.ctlOn
 }
 
@@ -107,19 +110,37 @@ func (c *conn) deferWrite() {
 	}
 }
 
-// startIO writes what was sent while the connection was set up (here,
-// with blocking writes: the loop may never run again, a sender that only
-// sends owes it nothing), then hands it to the loop, which writes and
-// reads it from then on.
+// startIO hands the connection to the loop, which reads it from then on,
+// and writes what is sent until the loop has it (the outbox) from here,
+// with blocking writes: the loop may never run again (a sender that only
+// sends owes it nothing). Once the loop has it and the outbox is empty,
+// the connection is ready: Send and the loop write it. The loop has the
+// connection before the first write: a setup goroutine that wrote a
+// large outbox before its loop read anything deadlocked against a peer
+// doing the same (TCP's simultaneous open), neither reading.
 func (c *conn) startIO() {
 	t := c.t
+	t.mu.Lock()
+	t.tio.fresh = append(t.tio.fresh, c)
+	t.tio.nfresh.Store(int32(len(t.tio.fresh)))
+	t.mu.Unlock()
+	t.Wake()
 	for {
 		c.mu.Lock()
 		buf := c.out
 		if len(buf) == 0 {
-			c.ready = true
+			if c.adopted {
+				c.ready = true
+				c.mu.Unlock()
+				return
+			}
 			c.mu.Unlock()
-			break
+			select {
+			case <-c.kick:
+			case <-c.gone:
+				return
+			}
+			continue
 		}
 		c.out = nil
 		c.mu.Unlock()
@@ -133,11 +154,14 @@ func (c *conn) startIO() {
 		}
 		c.mu.Unlock()
 	}
-	t.mu.Lock()
-	t.tio.fresh = append(t.tio.fresh, c)
-	t.tio.nfresh.Store(int32(len(t.tio.fresh)))
-	t.mu.Unlock()
-	t.Wake()
+}
+
+// kickSetup tells startIO that the outbox has bytes.
+func (c *conn) kickSetup() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Receive adopts connections set up since the last call, writes waiting
@@ -193,6 +217,10 @@ func (t *Transport) adopt(fn func(netip.AddrPort, []byte)) int {
 			continue
 		}
 		t.tio.byFD[c.fd] = c
+		c.mu.Lock()
+		c.adopted = true
+		c.mu.Unlock()
+		c.kickSetup()
 		n += c.deliver(fn)
 	}
 	return n
@@ -213,12 +241,15 @@ func (c *conn) ctlOn(fd uintptr) {
 // connection cannot hold the loop) and passes its frames to fn.
 func (c *conn) readFrames(fn func(netip.AddrPort, []byte)) int {
 	n := 0
+	filledUp := false
 	for range 4 {
+		c.growRead(filledUp)
 		c.rn, c.rErr = 0, nil
+		space := len(c.rbuf) - c.filled
 		if err := c.rc.Control(c.readF); err != nil {
 			c.rErr = err
 		}
-		space := len(c.rbuf) - c.filled
+		filledUp = c.rn == space
 		c.filled += c.rn
 		n += c.deliver(fn)
 		if c.dead.Load() {

@@ -48,6 +48,10 @@ func (c *conn) deferWrite() {
 	}
 }
 
+// kickSetup: the writer, started with the reader, writes what was sent
+// before the connection was ready (startIO kicks it).
+func (c *conn) kickSetup() {}
+
 // startIO starts the connection's reader and writer.
 func (c *conn) startIO() {
 	c.mu.Lock()
@@ -93,11 +97,11 @@ func (c *conn) writer() {
 func (c *conn) reader() {
 	defer c.t.wg.Done()
 	t := c.t
-	buf, filled := c.rbuf, c.filled
 	var err error
+	filledUp := false
 	for {
-		if filled > 0 {
-			used, wasEmpty, ok, perr := t.tio.in.put(c.addr, buf[:filled])
+		if c.filled > 0 {
+			used, wasEmpty, ok, perr := t.tio.in.put(c.addr, c.rbuf[:c.filled])
 			if !ok {
 				return
 			}
@@ -108,15 +112,17 @@ func (c *conn) reader() {
 				c.cutOff(perr)
 				return
 			}
-			filled = copy(buf, buf[used:filled])
+			c.filled = copy(c.rbuf, c.rbuf[used:c.filled])
 		}
 		if err != nil {
 			c.fail(err)
 			return
 		}
+		c.growRead(filledUp)
 		var n int
-		n, err = c.nc.Read(buf[filled:])
-		filled += n
+		n, err = c.nc.Read(c.rbuf[c.filled:])
+		filledUp = n == len(c.rbuf)-c.filled
+		c.filled += n
 	}
 }
 

@@ -2,16 +2,14 @@ package tcp
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/netip"
-	"syscall"
 	"time"
 )
 
 // accept takes the connections peers open. A connection counts against
-// MaxConns from here; it is known by the peer's address (which, for a
-// peer that listens too, is its listening address: see dialOut) once its
+// MaxConns from here; it is known by the peer's address (for a peer that
+// listens too, its listening address, once proven: identity.go) once its
 // preface checks out (register).
 func (t *Transport) accept() {
 	defer t.wg.Done()
@@ -54,35 +52,61 @@ func (t *Transport) admit(c *conn) bool {
 	return true
 }
 
-// register makes an accepted connection, its preface checked, the peer's:
-// Send to its address goes on it. An older accepted connection known by
-// the same address is dropped without reporting the peer gone (its
-// 4-tuple is taken again, so its peer is gone, and the new one's first
-// datagrams may already be with the engine). A connection this side
-// dialed to that address stays the peer's: both dialed at once, and ours
-// fell back to an ephemeral port (localPortBusy); the accepted one then
-// carries the peer's datagrams here, ours ours there. A dialed connection
-// is the peer's from the start; false if it no longer is.
-func (t *Transport) register(c *conn) bool {
+// unadmit stops counting c against MaxConns (a check connection, which
+// is answered and closed).
+func (t *Transport) unadmit(c *conn) {
 	t.mu.Lock()
-	if c.dialed {
-		ok := c.mapped
-		t.mu.Unlock()
-		return ok
+	if _, ok := t.all[c]; ok {
+		delete(t.all, c)
+		t.count--
 	}
-	if t.closed.Load() {
+	t.mu.Unlock()
+}
+
+// register makes a connection, its preface checked, carry its peer's
+// datagrams, which Receive reports from key (an accepted connection's
+// proven claim, else its source address; a dialed one's, the address
+// dialed). A dialed connection is its peer's from the start (connTo):
+// false if it no longer is. An accepted one becomes the one Send uses
+// for key unless key has a live one already; a second connection never
+// closes the first:
+//   - key has a connection this side dialed, and the peer knows this side
+//     by the same address on both (the two dialed each other at once):
+//     the accepted one carries the peer's datagrams as key's, each side
+//     sending on the one it dialed;
+//   - otherwise (the peer reached this side at another of its addresses,
+//     or a connection from the same address is still open): the accepted
+//     one is known by its own source address, so answers to what comes
+//     on it go back on it, to the address the peer dialed.
+//
+// An older accepted connection from the same source address (its 4-tuple
+// taken again, so the kernel closed it, though this side has not yet read
+// its end) is dropped without reporting the peer gone: the new one's
+// first datagrams may already be with the engine.
+func (t *Transport) register(c *conn, key netip.AddrPort) bool {
+	t.mu.Lock()
+	if c.dialed || t.closed.Load() {
 		t.mu.Unlock()
-		return false
+		return c.dialed && c.mapped
 	}
-	old := t.conns[c.addr]
-	if old != nil && old.dialed {
+	if old := t.conns[key]; old != nil && key != c.addr {
+		if old.dialed && t.knownAsBy(old.addr) == c.knownAs {
+			c.addr = key
+			t.mu.Unlock()
+			return true
+		}
+		key = c.addr // its source address
+	}
+	old := t.conns[key]
+	if old != nil && old.dialed { // this side dialed the peer's ephemeral port?
 		t.mu.Unlock()
 		return true
 	}
 	if old != nil {
 		old.mapped = false
 	}
-	t.conns[c.addr] = c
+	c.addr = key
+	t.conns[key] = c
 	c.mapped = true
 	t.mu.Unlock()
 	if old != nil {
@@ -98,6 +122,9 @@ func (t *Transport) forget(c *conn, err error) {
 	if _, ok := t.all[c]; ok {
 		delete(t.all, c)
 		t.count--
+	}
+	if c.dialed && t.claims[c.nonce] == c {
+		delete(t.claims, c.nonce)
 	}
 	mapped := c.mapped
 	if mapped {
@@ -142,39 +169,18 @@ func (t *Transport) connTo(to netip.AddrPort) *conn {
 	return c
 }
 
-// dialOut opens c's socket. A listening transport dials from its own
-// listening port (shareListenPort), so the peer knows it by the address
-// it listens on: datagrams it sends come from LocalAddr, as over UDP, and
-// the peer's answers, and its own sessions to us, share this one
-// connection. Where that port cannot be used (another platform, the
-// 4-tuple still in TIME_WAIT, a dial to our own port) it dials from an
-// ephemeral port; the peer then knows us by that address, and answers on
-// this connection all the same.
+// dialOut opens c's socket, from an ephemeral port (of the listening
+// IP, if the transport listens on one address of the peer's family, so
+// the peer sees the address this side claims: identity.go).
 func (t *Transport) dialOut(c *conn) {
 	defer t.wg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), t.opts.DialTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, t.opts.DialTimeout)
 	defer cancel()
-	go func() { // Close ends a dial in progress
-		select {
-		case <-t.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	to := net.TCPAddrFromAddrPort(c.addr)
-	var nc net.Conn
-	var err error
-	if t.bind != nil && c.addr.Port() != t.local.Port() {
-		d := net.Dialer{LocalAddr: t.bind, Control: reuseControl}
-		if nc, err = d.DialContext(ctx, "tcp", to.String()); err != nil && ctx.Err() == nil && localPortBusy(err) {
-			t.stats.redial.Add(1)
-			nc = nil
-		}
+	var d net.Dialer
+	if ip := t.bindIP; ip.IsValid() && ip.Is4() == c.addr.Addr().Is4() {
+		d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(ip, 0))
 	}
-	if nc == nil && (err == nil || localPortBusy(err)) {
-		var d net.Dialer
-		nc, err = d.DialContext(ctx, "tcp", to.String())
-	}
+	nc, err := d.DialContext(ctx, "tcp", c.addr.String())
 	if err != nil {
 		t.stats.dialFailed.Add(1)
 		c.fail(err)
@@ -184,8 +190,18 @@ func (t *Transport) dialOut(c *conn) {
 	c.setUp(nc.(*net.TCPConn))
 }
 
-// localPortBusy reports a dial that failed for its local port: the
-// 4-tuple is taken (TIME_WAIT) or the port cannot be shared.
-func localPortBusy(err error) bool {
-	return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EADDRINUSE)
+// knownAsBy is the address a peer at to knows this side by on a
+// connection this side dials: the listening port, at the IP the dial
+// comes from (the listening IP, or the one the route to the peer takes,
+// which a connected UDP socket reports without sending anything).
+func (t *Transport) knownAsBy(to netip.AddrPort) netip.AddrPort {
+	if ip := t.bindIP; ip.IsValid() && ip.Is4() == to.Addr().Is4() {
+		return netip.AddrPortFrom(ip, t.local.Port())
+	}
+	uc, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(to))
+	if err != nil {
+		return netip.AddrPort{}
+	}
+	defer uc.Close()
+	return netip.AddrPortFrom(canonical(uc.LocalAddr().(*net.UDPAddr).AddrPort()).Addr(), t.local.Port())
 }

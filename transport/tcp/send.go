@@ -52,14 +52,17 @@ func (c *conn) send(run []transport.Message) {
 	if pending {
 		c.t.stats.deferred.Add(1)
 	}
-	pending = pending && c.ready
+	ready := c.ready
 	c.mu.Unlock()
 	if werr != nil {
 		c.fail(werr)
 		return
 	}
-	if pending {
+	switch {
+	case pending && ready:
 		c.deferWrite()
+	case pending:
+		c.kickSetup()
 	}
 }
 

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -58,7 +59,8 @@ type Stats struct {
 	Malformed   uint64 // connections cut off for a frame longer than MaxDatagram
 	Refused     uint64 // accepted connections closed at once: MaxConns reached
 	Dropped     uint64 // datagrams dropped: a connection's outbox full
-	ReDialPorts uint64 // dials that could not use the listening port and used an ephemeral one
+	Claimed     uint64 // accepted connections whose peer's claimed listening address checked out
+	ClaimFailed uint64 // accepted connections whose claim did not check out (known by their source address)
 	Deferred    uint64 // sends the kernel did not take whole at once (or made while dialing), left to the writer
 }
 
@@ -75,28 +77,31 @@ var (
 // Receive, Send, Wait and GonePeers are for the endpoint's loop; the
 // others may be called from any goroutine.
 type Transport struct {
-	opts  Options
-	ln    *net.TCPListener // nil: client-only
-	local netip.AddrPort   // what peers dial; the listening socket's port
-	bind  *net.TCPAddr     // the address dialed connections are bound to (nil: any)
-	log   *slog.Logger
+	opts   Options
+	ln     *net.TCPListener // nil: client-only
+	local  netip.AddrPort   // what peers dial; the listening socket's port
+	bindIP netip.Addr       // the IP dialed connections are bound to (invalid: any)
+	log    *slog.Logger
 
 	closed atomic.Bool
 	done   chan struct{} // closed by Close
+	ctx    context.Context
+	cancel context.CancelFunc // by Close: ends dials and checks in progress
 	wg     sync.WaitGroup
 
 	tio transportIO // the platform's part: io_linux.go, io_other.go
 
-	mu    sync.Mutex
-	conns map[netip.AddrPort]*conn // the live connection of each peer
-	all   map[*conn]struct{}       // every connection, handshaking ones included
-	count int                      // len(all)
-	gone  []netip.AddrPort         // peers whose connection closed, for GonePeers
-	spare []netip.AddrPort
-	ngone atomic.Int32 // len(gone), read without the lock
+	mu     sync.Mutex
+	conns  map[netip.AddrPort]*conn // the connection Send uses for each peer
+	claims map[[nonceLen]byte]*conn // dialed connections by the nonce of their claim
+	all    map[*conn]struct{}       // every connection, handshaking ones included
+	count  int                      // len(all)
+	gone   []netip.AddrPort         // peers whose connection closed, for GonePeers
+	spare  []netip.AddrPort
+	ngone  atomic.Int32 // len(gone), read without the lock
 
 	stats struct {
-		dialed, accepted, dialFailed, badPreface, malformed, refused, dropped, redial, deferred atomic.Uint64
+		dialed, accepted, dialFailed, badPreface, malformed, refused, dropped, claimed, claimFailed, deferred atomic.Uint64
 	}
 
 	// Owned by the loop.
@@ -126,6 +131,7 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		timer: time.NewTimer(time.Hour),
 	}
 	t.timer.Stop()
+	t.ctx, t.cancel = context.WithCancel(context.Background())
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -143,7 +149,9 @@ func Listen(addr string, opts Options) (*Transport, error) {
 	t.ln = ln.(*net.TCPListener)
 	la := t.ln.Addr().(*net.TCPAddr)
 	local := canonical(la.AddrPort())
-	t.bind = &net.TCPAddr{IP: la.IP, Port: la.Port, Zone: la.Zone}
+	if !local.Addr().IsUnspecified() {
+		t.bindIP = local.Addr()
+	}
 	if local.Addr().IsUnspecified() { // peers on this host reach us on loopback
 		lo := netip.AddrFrom4([4]byte{127, 0, 0, 1})
 		if la.IP.To4() == nil && !la.IP.IsUnspecified() {
@@ -152,9 +160,6 @@ func Listen(addr string, opts Options) (*Transport, error) {
 		local = netip.AddrPortFrom(lo, local.Port())
 	}
 	t.local = local
-	if err := shareListenPort(t.ln); err != nil {
-		t.bind = nil // dial from ephemeral ports: peers see those
-	}
 	t.wg.Add(1)
 	go t.accept()
 	return t, nil
@@ -212,7 +217,7 @@ func (t *Transport) Stats() Stats {
 		Conns: n, Dialed: t.stats.dialed.Load(), Accepted: t.stats.accepted.Load(),
 		DialFailed: t.stats.dialFailed.Load(), BadPreface: t.stats.badPreface.Load(),
 		Malformed: t.stats.malformed.Load(), Refused: t.stats.refused.Load(),
-		Dropped: t.stats.dropped.Load(), ReDialPorts: t.stats.redial.Load(), Deferred: t.stats.deferred.Load(),
+		Dropped: t.stats.dropped.Load(), Claimed: t.stats.claimed.Load(), ClaimFailed: t.stats.claimFailed.Load(), Deferred: t.stats.deferred.Load(),
 	}
 }
 
@@ -236,6 +241,7 @@ func (t *Transport) Close() error {
 		return nil
 	}
 	close(t.done)
+	t.cancel()
 	if t.ln != nil {
 		t.ln.Close()
 	}
