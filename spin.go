@@ -32,8 +32,9 @@ const (
 // millisecond after each: in erpc-bench fleet (four replica processes and
 // a client on two cores, 2,000 calls/s, 500 us Background handlers)
 // every replica's window sat at 1 ms, the replicas' spins held the cores
-// that the processes they waited for needed, and p50 was 7-12 ms against
-// gRPC's 1.4 ms (1.7-1.9 ms with this rule, same runs).
+// that the processes they waited for needed, and p50 was 7-13 ms against
+// gRPC's 1.4-1.7 ms (1.6-2.0 ms against 1.3-1.4 ms with this rule; each
+// pair from one run, on a shared host at load 3-12).
 //
 // Only a datagram grows the window: the spin is for the network's round
 // trips. A park that the process's own goroutines ended (a Background
