@@ -115,7 +115,7 @@ func (ep *Endpoint) turns() {
 		ep.checkPeers(now)
 		worked := ep.process(now) || n > 0
 		if parked >= 0 {
-			ep.loop.spin.afterPark(parked, worked)
+			ep.loop.spin.afterPark(parked, n > 0, worked)
 			parked = -1
 		}
 		ep.flush(now)

@@ -95,11 +95,14 @@ func WithBusyPoll(spin time.Duration) Option {
 // tens to hundreds of microseconds on a virtual machine.
 //
 // By default the spin adapts between 50 µs and 1 ms: it doubles when the
-// loop slept and was woken by work within 1 ms (a longer spin would have
-// caught it: replies that take a while, multi-hop work such as consensus,
-// a peer that itself slept) and halves after a sleep of 10 ms or more (the
-// endpoint is idle). Traffic with gaps of a few milliseconds keeps the
-// window at 1 ms, a millisecond of polling per gap.
+// loop slept and a datagram woke it within the current spin's length (a
+// spin twice as long would have caught it: replies that take a while,
+// multi-hop work such as consensus, a peer that itself slept) and halves
+// after a sleep longer than 1 ms (spinning would have cost more than the
+// wake-up it saves). A sleep that the process's own goroutines ended (a
+// Background handler's response, a new call) leaves it: a spin does not
+// shorten the application's time. Traffic whose gaps are mostly a
+// millisecond or more keeps the window near 50 µs.
 //
 // While polling loops keep every processor busy (GOMAXPROCS 1 makes that
 // easy), Go polls its netpoller only from the system monitor, so the rest
