@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -113,7 +114,7 @@ func revMemFleet(t *testing.T, net *memNet, n int) []*revServer {
 	var out []*revServer
 	for range n {
 		srv, rs := revNewServer(t)
-		rs.ep = net.Listen(t, srv, erpc.WithStatsHandler(revStats{arrived: &rs.arrived, ups: rs.ups}))
+		rs.ep = net.Listen(t, srv, erpc.WithStatsHandler(revStats{arrived: &rs.arrived, ups: rs.ups}), erpc.WithLogger(slog.New(slog.DiscardHandler)))
 		rs.addr = rs.ep.Addr().String()
 		out = append(out, rs)
 	}
