@@ -221,3 +221,149 @@ func TestReviewNoCallAfterDrainNotice(t *testing.T) {
 		t.Fatalf("%d attempts were placed on the draining replica's session after it had heard the notice (at most %d can race it)", n, workers)
 	}
 }
+
+// TestReviewRetryBudgetHolds: an Idempotent method whose every attempt
+// fails with Unavailable (the server's session stays up: the handler
+// answers so), MaxAttempts 5, no budget floor: retries stay within a
+// tenth of the calls, for Call and Go alike.
+func TestReviewRetryBudgetHolds(t *testing.T) {
+	defer erpc.SetRetryBudget(0.1, -1)()
+	net := newMemNet()
+	var runs atomic.Int64
+	var addrs []string
+	for range 3 {
+		srv := serverWith(t, "Flaky", func(ctx context.Context, req []byte) ([]byte, error) {
+			runs.Add(1)
+			return nil, &erpc.Error{Code: erpc.Unavailable, Msg: "review: unavailable"}
+		})
+		addrs = append(addrs, net.Listen(t, srv).Addr().String())
+	}
+	name := newFleetName()
+	testResolver.set(name, addrs...)
+	c := newFleetClient(t, net, name, erpc.WithMethodPolicy("Flaky", erpc.MethodPolicy{Idempotent: true, MaxAttempts: 5}))
+	waitReplicas(t, c, erpc.ReplicaReady, 3)
+	const calls = 300
+	var wg sync.WaitGroup
+	for i := range calls {
+		if i%2 == 0 {
+			if _, err := c.Call(context.Background(), "Flaky", nil, nil); err == nil {
+				t.Fatal("Flaky succeeded")
+			}
+			continue
+		}
+		wg.Add(1)
+		c.Go("Flaky", nil, nil, func(_ []byte, err error) { wg.Done() })
+	}
+	wg.Wait()
+	n := runs.Load()
+	t.Logf("%d calls ran %d attempts", calls, n)
+	if n <= calls {
+		t.Fatalf("no retry at all (%d runs): the fault was not injected", n)
+	}
+	if limit := int64(calls + calls/10 + 2); n > limit {
+		t.Fatalf("%d calls made %d attempts: %d retries, the budget allows %d", calls, n, n-calls, limit-calls)
+	}
+}
+
+// TestReviewAppAnswerDoesNotEject: the Outlier doc: a failure that
+// ejects is one "that blames the replica ... an application's own answer
+// should not". Replicas whose handler answers Unavailable or Internal
+// for some requests (a gRPC status of its own) are healthy; none should
+// be ejected.
+func TestReviewAppAnswerDoesNotEject(t *testing.T) {
+	defer erpc.SetEjectTiming(3, 5*time.Second)()
+	net := newMemNet()
+	var addrs []string
+	for range 3 {
+		srv := serverWith(t, "Lookup", func(ctx context.Context, req []byte) ([]byte, error) {
+			if len(req) > 0 && req[0] == 'x' {
+				return nil, &erpc.Error{Code: erpc.Internal, Msg: "review: the app's own answer: bad key"}
+			}
+			return req, nil
+		})
+		addrs = append(addrs, net.Listen(t, srv).Addr().String())
+	}
+	name := newFleetName()
+	testResolver.set(name, addrs...)
+	c := newFleetClient(t, net, name)
+	waitReplicas(t, c, erpc.ReplicaReady, 3)
+	answered := 0
+	for range 30 {
+		_, err := c.Call(context.Background(), "Lookup", []byte("x"), nil)
+		if erpc.CodeOf(err) == erpc.Internal {
+			answered++
+		}
+	}
+	if answered != 30 {
+		t.Fatalf("%d of 30 app answers seen", answered)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if n := revCountState(c, erpc.ReplicaEjected); n > 0 {
+		t.Fatalf("%d healthy replicas ejected for their handlers' own answers: %+v", n, c.Replicas())
+	}
+}
+
+// TestReviewHandlerAnswerNotRetried: MethodPolicy: "Another failure
+// (Unavailable, Aborted, ResourceExhausted: not a handler's own answer)
+// is repeated only for an Idempotent method". A handler that itself
+// answers Aborted or Unavailable has answered: the call should not be
+// run again, even for an Idempotent method.
+func TestReviewHandlerAnswerNotRetried(t *testing.T) {
+	net := newMemNet()
+	var runs atomic.Int64
+	var addrs []string
+	for range 3 {
+		srv := serverWith(t, "Txn", func(ctx context.Context, req []byte) ([]byte, error) {
+			runs.Add(1)
+			return nil, &erpc.Error{Code: erpc.Code(req[0]), Msg: "review: the handler's own answer"}
+		})
+		addrs = append(addrs, net.Listen(t, srv).Addr().String())
+	}
+	name := newFleetName()
+	testResolver.set(name, addrs...)
+	c := newFleetClient(t, net, name, erpc.WithMethodPolicy("Txn", erpc.MethodPolicy{Idempotent: true, MaxAttempts: 3}))
+	waitReplicas(t, c, erpc.ReplicaReady, 3)
+	for _, code := range []erpc.Code{erpc.Aborted, erpc.Unavailable, erpc.ResourceExhausted} {
+		r0 := runs.Load()
+		_, err := c.Call(context.Background(), "Txn", []byte{byte(code)}, nil)
+		if erpc.CodeOf(err) != code {
+			t.Fatalf("%v: got %v", code, err)
+		}
+		if n := runs.Load() - r0; n != 1 {
+			t.Errorf("a handler's own %v answer: the call ran %d times", code, n)
+		}
+	}
+}
+
+// TestReviewHandlerAnswerNonIdempotentRunsOnce: a method with no
+// policy (not Idempotent) whose handler ran and answered with an error
+// code of its own (any code, those the server itself uses for refusals
+// included) must not run again: promise "a call that may have run is
+// never sent twice otherwise", and NotExecuted only for calls proven
+// never to have run.
+func TestReviewHandlerAnswerNonIdempotentRunsOnce(t *testing.T) {
+	net := newMemNet()
+	var runs atomic.Int64
+	var addrs []string
+	for range 3 {
+		srv := serverWith(t, "Pay", func(ctx context.Context, req []byte) ([]byte, error) {
+			runs.Add(1)
+			return nil, &erpc.Error{Code: erpc.Code(req[0]), Msg: "review: the handler ran and answered"}
+		})
+		addrs = append(addrs, net.Listen(t, srv).Addr().String())
+	}
+	name := newFleetName()
+	testResolver.set(name, addrs...)
+	c := newFleetClient(t, net, name)
+	waitReplicas(t, c, erpc.ReplicaReady, 3)
+	for code := erpc.Canceled; code <= erpc.Unauthenticated; code++ {
+		r0 := runs.Load()
+		_, err := c.Call(context.Background(), "Pay", []byte{byte(code)}, nil)
+		n := runs.Load() - r0
+		if n != 1 {
+			t.Errorf("handler answered %v: ran %d times (NotExecuted=%v)", code, n, erpc.NotExecuted(err))
+		} else if erpc.NotExecuted(err) {
+			t.Errorf("handler answered %v after running: NotExecuted says it never ran", code)
+		}
+	}
+}
