@@ -118,7 +118,7 @@ func TestReviewRemovedAddressGetsNoNewCalls(t *testing.T) {
 	c := newFleetClient(t, net, name)
 	rnd := rand.New(rand.NewPCG(31, 10))
 	violations, reached := 0, int64(0)
-	const rounds = 20
+	const rounds = 60
 	for range rounds {
 		testResolver.set(name, a.addr, b.addr)
 		if !revWait(3*time.Second, func() bool { return revCountState(c, erpc.ReplicaReady) == 2 }) {

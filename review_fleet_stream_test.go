@@ -2,7 +2,9 @@ package erpc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -38,6 +40,9 @@ func revExchange(st erpc.ClientStream, n int, d time.Duration) error {
 		time.Sleep(d / time.Duration(n))
 		msg := fmt.Sprintf("m%d", i)
 		if err := st.Send([]byte(msg)); err != nil {
+			if errors.Is(err, io.EOF) { // the stream ended: Recv has its status
+				_, err = st.Recv()
+			}
 			return fmt.Errorf("send %d: %w", i, err)
 		}
 		m, err := st.Recv()
