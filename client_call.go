@@ -161,7 +161,7 @@ func (p *placement) record(a attempt, err error) {
 	if !a.probe {
 		p.c.bal.Done(&r.bal, d) // the balancer keeps the latency average
 	}
-	if err != nil && !replicaFault(err) {
+	if err != nil && (handlerAnswer(err) || !replicaFault(err)) {
 		d.Err = nil // an answer, not the replica's fault: it counts as a success
 	}
 	var changed bool
@@ -177,7 +177,8 @@ func (p *placement) record(a attempt, err error) {
 
 // replicaFault reports whether a failure counts against the replica
 // (for ejection): its session failed or it could not serve (Unavailable,
-// Internal), as opposed to a handler's answer (a plain error is Unknown)
+// Internal), as opposed to a handler's answer (any code: record checks
+// handlerAnswer first)
 // or the caller's own deadline or cancel (a replica too slow for its
 // callers is the latency check's to eject).
 func replicaFault(err error) bool {
@@ -198,7 +199,7 @@ func (p *placement) retry(ctx context.Context, err error) bool {
 	if NotExecuted(err) {
 		return true
 	}
-	if !p.pol.Idempotent || !retryableCode(CodeOf(err)) || !p.c.budget.Withdraw(time.Now()) {
+	if !p.pol.Idempotent || !retryable(err) || !p.c.budget.Withdraw(time.Now()) {
 		return false
 	}
 	p.retries++
@@ -212,11 +213,14 @@ func (p *placement) retry(ctx context.Context, err error) bool {
 	}
 }
 
-// retryableCode: failures an idempotent method is retried after: the
-// server or its session failed, or it asked for another try; not a
-// handler's answer (a plain error is Unknown).
-func retryableCode(c Code) bool {
-	switch c {
+// retryable: failures an idempotent method is retried after: the
+// server or its session failed, or it asked for another try; never a
+// handler's own answer, whatever its code (the handler ran and decided).
+func retryable(err error) bool {
+	if handlerAnswer(err) {
+		return false
+	}
+	switch CodeOf(err) {
 	case Unavailable, Aborted, ResourceExhausted:
 		return true
 	}

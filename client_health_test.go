@@ -15,6 +15,7 @@ import (
 // once its ejection ends and serves again.
 func TestClientEjectsAndReturns(t *testing.T) {
 	defer erpc.SetEjectTiming(3, 300*time.Millisecond)()
+	defer erpc.SimulateServerFaults("fault:")() // a broken server, not its handler's answer
 	net := newMemNet()
 	var broken atomic.Bool
 	broken.Store(true)
@@ -23,7 +24,7 @@ func TestClientEjectsAndReturns(t *testing.T) {
 	if err := bad.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) {
 		badRuns.Add(1)
 		if broken.Load() {
-			return nil, erpc.Errorf(erpc.Unavailable, "broken")
+			return nil, erpc.Errorf(erpc.Unavailable, "fault: broken")
 		}
 		return req, nil
 	}); err != nil {
@@ -43,7 +44,7 @@ func TestClientEjectsAndReturns(t *testing.T) {
 		}
 	}
 	if st := replicaState(c, badEP.Addr().String()); st != erpc.ReplicaEjected {
-		t.Fatalf("failing replica is %v after 60 calls (%d failed), want ejected", st, failed)
+		t.Fatalf("failing replica is %v after 60 calls (%d failed), want ejected: %+v", st, failed, c.Replicas())
 	}
 	if failed < 3 || failed > 10 {
 		t.Errorf("%d calls failed before the ejection, want 3 to 10", failed)

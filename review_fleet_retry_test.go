@@ -226,15 +226,20 @@ func TestReviewNoCallAfterDrainNotice(t *testing.T) {
 // fails with Unavailable (the server's session stays up: the handler
 // answers so), MaxAttempts 5, no budget floor: retries stay within a
 // tenth of the calls, for Call and Go alike.
+//
+// (Fix: a handler's own Unavailable answer is no longer retried at all,
+// TestReviewHandlerAnswerNotRetried; the handler's answers are made
+// simulated server faults here, so that the budget is still what bounds.)
 func TestReviewRetryBudgetHolds(t *testing.T) {
 	defer erpc.SetRetryBudget(0.1, -1)()
+	defer erpc.SimulateServerFaults("review: fault")()
 	net := newMemNet()
 	var runs atomic.Int64
 	var addrs []string
 	for range 3 {
 		srv := serverWith(t, "Flaky", func(ctx context.Context, req []byte) ([]byte, error) {
 			runs.Add(1)
-			return nil, &erpc.Error{Code: erpc.Unavailable, Msg: "review: unavailable"}
+			return nil, &erpc.Error{Code: erpc.Unavailable, Msg: "review: fault: unavailable"}
 		})
 		addrs = append(addrs, net.Listen(t, srv).Addr().String())
 	}
