@@ -10,22 +10,23 @@ import (
 	"github.com/erpc-go/erpc/codec"
 )
 
-// maxTried is how many replicas a call remembers having tried, to try
-// another next.
-const maxTried = 8
+// inlineTried is how many tried replicas a call remembers without
+// allocating; it remembers any more in a slice of its own.
+const inlineTried = 8
 
 // placement is one call's way over the fleet: its attempts, each on a
 // replica the balancer picks, and the replicas tried so far. It lives on
 // the caller's stack.
 type placement struct {
-	c        *Client
-	method   string
-	pol      MethodPolicy
-	info     balancer.PickInfo
-	tried    [maxTried]*replica
-	ntried   int
-	attempts int // made so far
-	retries  int // of which retries of calls that may have run
+	c         *Client
+	method    string
+	pol       MethodPolicy
+	info      balancer.PickInfo
+	tried     [inlineTried]*replica
+	ntried    int
+	moreTried []*replica // the tried ones past inlineTried
+	attempts  int        // made so far
+	retries   int        // of which retries of calls that may have run
 }
 
 // attempt is one copy of a call on one replica's session.
@@ -52,6 +53,7 @@ func (p *placement) init(c *Client, ctx context.Context, method string) {
 // next picks a replica for the next attempt, waiting for one to be ready
 // if none is, and counts the attempt in flight there.
 func (p *placement) next(ctx context.Context) (attempt, error) {
+	spins := 0
 	for {
 		rs, err := p.c.waitReady(ctx, p.method)
 		if err != nil {
@@ -64,11 +66,12 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		r := p.pick(rs)
 		fs := r.sess.Load()
 		if fs == nil { // it just left the ready set, which is republished soon
-			p.remember(r)
-			if p.ntried >= len(rs.list) {
-				p.ntried = 0 // all tried: let the next pick start over
+			p.remember(r) // (not an attempt: pick keeps away from it)
+			if spins++; spins > 16 {
+				time.Sleep(time.Millisecond)
+			} else {
+				runtime.Gosched()
 			}
-			runtime.Gosched()
 			continue
 		}
 		r.bal.State.InFlight.Add(1)
@@ -134,13 +137,24 @@ func (p *placement) wasTried(r *replica) bool {
 			return true
 		}
 	}
+	for _, q := range p.moreTried {
+		if q == r {
+			return true
+		}
+	}
 	return false
 }
 
+// remember adds r to the replicas tried, all of which the call keeps
+// away from while another is ready (inline for the first few).
 func (p *placement) remember(r *replica) {
-	if p.ntried < maxTried && !p.wasTried(r) {
+	switch {
+	case p.wasTried(r):
+	case p.ntried < inlineTried:
 		p.tried[p.ntried] = r
 		p.ntried++
+	default:
+		p.moreTried = append(p.moreTried, r)
 	}
 }
 
