@@ -36,7 +36,9 @@ const (
 // a pause of 10 ms doubling (jittered). Hedge,
 // for an Idempotent method only, sends a second copy to another replica
 // when the first has not answered after that long; the first answer wins
-// and the other copy is canceled.
+// and the other copy is canceled. Hedges and retries draw on the same
+// retry budget (a tenth of the calls, plus 10 a second): with none left,
+// a call is not hedged, so together they add at most that much load.
 type MethodPolicy struct {
 	Idempotent  bool
 	Hedge       time.Duration // 0: no hedging; needs Idempotent
