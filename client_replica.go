@@ -118,6 +118,9 @@ func (c *Client) reconcile(now time.Time) time.Time {
 				}
 			}
 		}
+		if r.removed {
+			r.retire() // before the idle check below, which may close it now
+		}
 		keep := r.old[:0]
 		for _, fs := range r.old {
 			if fs.inflight.Load() == 0 || fs.s.downs.Load() > 0 {
@@ -131,13 +134,10 @@ func (c *Client) reconcile(now time.Time) time.Time {
 		if len(r.old) > 0 {
 			soon(now.Add(5 * time.Millisecond)) // watch them drain
 		}
-		if r.removed {
-			r.retire()
-			if len(r.old) == 0 && !r.dialing {
-				delete(c.replicas, addr)
-				changed = true
-				continue
-			}
+		if r.removed && len(r.old) == 0 && !r.dialing {
+			delete(c.replicas, addr)
+			changed = true
+			continue
 		}
 		if r.sess.Load() == nil && !r.dialing && !r.removed {
 			switch {
@@ -254,8 +254,10 @@ func (c *Client) publishLocked() {
 	bals := []*balancer.Replica{}
 	all := make([]*balancer.Replica, 0, len(c.replicas))
 	for _, r := range c.replicas {
-		all = append(all, &r.bal)
 		rs.all[&r.bal] = r
+		if !r.removed { // the ejection cap counts the resolver's replicas only
+			all = append(all, &r.bal)
+		}
 		if r.state == ReplicaReady && r.sess.Load() != nil {
 			rs.list = append(rs.list, r)
 			rs.byBal[&r.bal] = r

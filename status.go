@@ -67,8 +67,8 @@ type Error struct {
 
 	// answered: the status is a server's handler's own answer (it ran
 	// and returned this error), not a failure of the transport, the
-	// session or the server itself; a Client neither retries nor ejects
-	// on it.
+	// session or the server itself (a refusal, or a handler's panic,
+	// which the server marks); a Client neither retries nor ejects on it.
 	answered bool
 }
 
@@ -251,7 +251,8 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 		code = Unknown
 	}
 	msgText, details := decodeErrorPayload(msg)
-	details, refused := withoutNotExecuted(details) // the server refused it before it ran
+	details, refused := withoutNotExecuted(details)           // the server refused it before it ran
+	details, fault := withoutMark(details, serverFaultDetail) // the server failed, not its handler
 	var e *Error
 	switch {
 	case code == Unimplemented && msgText == "":
@@ -265,7 +266,7 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 	}
 	if refused {
 		notRun(e)
-	} else if serverFaultForTest == nil || !serverFaultForTest(msgText) {
+	} else if !fault && (serverFaultForTest == nil || !serverFaultForTest(msgText)) {
 		e.answered = true // the server's handler ran and said so
 	}
 	return e
