@@ -303,10 +303,16 @@ func (w *clientWatcher) Update(st resolver.State) {
 		r := &replica{addr: a.Addr, bal: balancer.Replica{Addr: a.Addr, Weight: a.Weight, Zone: a.Zone}}
 		c.replicas[a.Addr] = r
 	}
+	removed := false
 	for addr, r := range c.replicas {
-		if !seen[addr] {
+		if !seen[addr] && !r.removed {
 			r.removed = true
+			r.state = c.stateOf(r)
+			removed = true
 		}
+	}
+	if removed { // before Update returns, no new call goes to a removed replica
+		c.publishLocked()
 	}
 	c.resErr = nil
 	c.mu.Unlock()
