@@ -79,7 +79,9 @@ const (
 	// ejection ends.
 	ReplicaEjected
 	// ReplicaDraining: its server is shutting down, or the resolver no
-	// longer lists it: its calls in flight finish, it takes no new ones.
+	// longer lists it: its calls and streams in flight finish, it takes
+	// no new ones. Once a drained server's session has ended and a redial
+	// fails (the server is gone), the replica is connecting again.
 	ReplicaDraining
 )
 

@@ -218,6 +218,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	if err != nil {
 		r.nextDial = now.Add(redial.Delay(r.dialFails, nil))
 		r.dialFails++
+		r.drained = false // its server is gone, not draining: connecting
 		c.dialErr = err
 		res := c.res
 		c.mu.Unlock()
