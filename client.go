@@ -149,13 +149,18 @@ func (ep *Endpoint) NewClient(target string, opt ...Option) (*Client, error) {
 		f(&o)
 	}
 	fo := o.fleet
+	if err := fo.check(); err != nil {
+		e := err.(*Error)
+		e.Msg = fmt.Sprintf("new client %q: %s", target, e.Msg)
+		return nil, e
+	}
 	for m, p := range fo.policies {
 		if p.Hedge > 0 && !p.Idempotent {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
 				"new client %q: method %q is hedged but not Idempotent: a hedged call may run twice", target, m)}
 		}
 	}
-	if fo.connectRate <= 0 {
+	if fo.connectRate == 0 {
 		fo.connectRate = defaultConnectRate
 	}
 	c := &Client{ep: ep, target: target, opts: fo, bal: fo.balancer, replicas: map[string]*replica{},

@@ -2,6 +2,8 @@ package erpc
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/erpc-go/erpc/balancer"
@@ -55,7 +57,10 @@ func WithBalancer(b balancer.Balancer) Option {
 // WithConnectRate bounds how many sessions per second a Client dials,
 // over all its replicas (default 100): a fleet that restarts at once is
 // redialed at this pace, each replica with exponential backoff and
-// jitter besides.
+// jitter besides. Every dial counts, a session's reconnect after its
+// server restarted included: a Client's sessions never redial on their
+// own, the Client does. 0 is the default; a negative, NaN or infinite
+// rate is refused by NewClient (InvalidArgument).
 func WithConnectRate(perSecond float64) Option {
 	return func(o *options) { o.fleet.connectRate = perSecond }
 }
@@ -83,6 +88,20 @@ func WithMethodPolicy(method string, p MethodPolicy) Option {
 		}
 		o.fleet.policies[method] = p
 	}
+}
+
+// check refuses the options out of range, as the endpoint's are
+// (options_check.go): zero is the default.
+func (fo *fleetOptions) check() error {
+	if r := fo.connectRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"WithConnectRate(%v) is out of range: want 0 (the default) or a finite rate above 0", r)}
+	}
+	if fo.maxAge < 0 {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"WithMaxSessionAge(%v) is out of range: want 0 (the default) or more, not negative", fo.maxAge)}
+	}
+	return nil
 }
 
 // hashKey is the context key of a call's affinity key.

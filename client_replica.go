@@ -241,6 +241,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 		fs.retireAt = now.Add(balancer.AgeJitter(c.opts.maxAge, 0.2, nil))
 	}
 	r.retire() // the aged one, if this is its successor
+	s.byClient.Store(true) // its redials are the Client's, under the connect rate
 	r.sess.Store(fs)
 	c.mu.Unlock()
 	s.watch.Store(&c.kickFn)
