@@ -240,7 +240,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	if c.opts.maxAge > 0 {
 		fs.retireAt = now.Add(balancer.AgeJitter(c.opts.maxAge, 0.2, nil))
 	}
-	r.retire() // the aged one, if this is its successor
+	r.retire()             // the aged one, if this is its successor
 	s.byClient.Store(true) // its redials are the Client's, under the connect rate
 	r.sess.Store(fs)
 	c.mu.Unlock()
