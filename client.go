@@ -17,7 +17,8 @@ import (
 // "static:///10.0.0.1:31850,10.0.0.2:31850", or a plain "host:port"). It
 // keeps one Session per live replica, follows the resolver's updates
 // (dialing new replicas in the background, letting removed ones finish
-// their calls before closing them), and places each call on one replica
+// their calls and streams before closing them, as an aged session does
+// under WithMaxSessionAge), and places each call on one replica
 // with its balancer. It has a Session's call API (Call, Go, NewStream, and
 // Invoke and generated clients take it: both are a Conn). It is safe for
 // concurrent use.

@@ -70,7 +70,8 @@ func WithConnectRate(perSecond float64) Option {
 // sessions do not all turn over at once): a long-lived client then
 // spreads its calls again over replicas added since, at the cost of one
 // handshake per d per replica. The old session stops taking new calls
-// once its successor is up, and closes when its calls have finished.
+// and streams once its successor is up, and closes when its calls and
+// streams have finished.
 // 0, the default, keeps sessions for as long as they work: the balancer
 // already moves load to new replicas, which start with no calls in
 // flight.

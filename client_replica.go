@@ -38,6 +38,11 @@ type fleetSess struct {
 	retireAt time.Time // WithMaxSessionAge: replaced after this; zero: never
 }
 
+// idle: no call or stream of the Client's is in flight on it.
+func (fs *fleetSess) idle() bool {
+	return fs.inflight.Load() == 0 && fs.s.openStreams.Load() == 0
+}
+
 func (r *replica) info() ReplicaInfo {
 	return ReplicaInfo{Addr: r.addr, State: r.state, InFlight: r.bal.State.InFlight.Load(),
 		Calls: r.calls.Load(), Failures: r.failures.Load(), Latency: r.bal.State.Latency()}
@@ -123,7 +128,7 @@ func (c *Client) reconcile(now time.Time) time.Time {
 		}
 		keep := r.old[:0]
 		for _, fs := range r.old {
-			if fs.inflight.Load() == 0 || fs.s.downs.Load() > 0 {
+			if fs.idle() || fs.s.downs.Load() > 0 {
 				idle = append(idle, fs.s)
 			} else {
 				keep = append(keep, fs)

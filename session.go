@@ -48,6 +48,9 @@ type Session struct {
 	// byClient: a Client's session, which never reconnects on its own
 	// (the Client dials a new one, under its connect rate).
 	byClient atomic.Bool
+	// openStreams counts the streams opened on it and not yet over
+	// (stream_pump.go), for a Client's drain of a retired session.
+	openStreams atomic.Int64
 
 	first     chan struct{} // closed when the first connect succeeds or fails
 	firstOnce sync.Once
