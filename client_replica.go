@@ -223,7 +223,9 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	if err != nil {
 		r.nextDial = now.Add(redial.Delay(r.dialFails, nil))
 		r.dialFails++
-		r.drained = false // its server is gone, not draining: connecting
+		if len(r.old) == 0 { // its drained session has ended too: the server is gone
+			r.drained = false // connecting, not draining
+		}
 		c.dialErr = err
 		res := c.res
 		c.mu.Unlock()
