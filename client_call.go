@@ -65,8 +65,13 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		}
 		r := p.pick(rs)
 		fs := r.sess.Load()
-		if fs == nil { // it just left the ready set, which is republished soon
+		if !fs.usable() { // it just left the ready set, which is republished soon
 			p.remember(r) // (not an attempt: pick keeps away from it)
+			if ctx.Err() != nil {
+				e := contextError(ctx)
+				e.Msg = fmt.Sprintf("call %q to %s: %s while waiting for a ready replica", p.method, p.c.target, e.Msg)
+				return attempt{}, notRun(e)
+			}
 			if spins++; spins > 16 {
 				time.Sleep(time.Millisecond)
 			} else {
@@ -98,7 +103,7 @@ func (p *placement) probe(rs *readySet, now time.Time) (attempt, bool) {
 	if r != nil {
 		fs = r.sess.Load()
 	}
-	if fs == nil || p.wasTried(r) { // no session to probe on: later
+	if !fs.usable() || p.wasTried(r) { // no session to probe on: later
 		p.c.outlier.ObserveProbe(br, balancer.DoneInfo{NeverRan: true}, now)
 		return attempt{}, false
 	}

@@ -38,6 +38,12 @@ type fleetSess struct {
 	retireAt time.Time // WithMaxSessionAge: replaced after this; zero: never
 }
 
+// usable: fs is a session that takes calls. A Client's session that
+// went down never comes back (the Client dials another; Session.byClient):
+// until the control goroutine has retired it, calls keep away from it
+// and wait for the ready set rather than fail on it at once.
+func (fs *fleetSess) usable() bool { return fs != nil && fs.s.downs.Load() == 0 }
+
 // idle: no call or stream of the Client's is in flight on it.
 func (fs *fleetSess) idle() bool {
 	return fs.inflight.Load() == 0 && fs.s.openStreams.Load() == 0
