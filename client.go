@@ -17,7 +17,8 @@ import (
 // "static:///10.0.0.1:31850,10.0.0.2:31850", or a plain "host:port"). It
 // keeps one Session per live replica, follows the resolver's updates
 // (dialing new replicas in the background, letting removed ones finish
-// their calls before closing them), and places each call on one replica
+// their calls and streams before closing them, as an aged session does
+// under WithMaxSessionAge), and places each call on one replica
 // with its balancer. It has a Session's call API (Call, Go, NewStream, and
 // Invoke and generated clients take it: both are a Conn). It is safe for
 // concurrent use.
@@ -79,7 +80,9 @@ const (
 	// ejection ends.
 	ReplicaEjected
 	// ReplicaDraining: its server is shutting down, or the resolver no
-	// longer lists it: its calls in flight finish, it takes no new ones.
+	// longer lists it: its calls and streams in flight finish, it takes
+	// no new ones. Once a drained server's session has ended and a redial
+	// fails (the server is gone), the replica is connecting again.
 	ReplicaDraining
 )
 
@@ -147,13 +150,18 @@ func (ep *Endpoint) NewClient(target string, opt ...Option) (*Client, error) {
 		f(&o)
 	}
 	fo := o.fleet
+	if err := fo.check(); err != nil {
+		e := err.(*Error)
+		e.Msg = fmt.Sprintf("new client %q: %s", target, e.Msg)
+		return nil, e
+	}
 	for m, p := range fo.policies {
 		if p.Hedge > 0 && !p.Idempotent {
 			return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
 				"new client %q: method %q is hedged but not Idempotent: a hedged call may run twice", target, m)}
 		}
 	}
-	if fo.connectRate <= 0 {
+	if fo.connectRate == 0 {
 		fo.connectRate = defaultConnectRate
 	}
 	c := &Client{ep: ep, target: target, opts: fo, bal: fo.balancer, replicas: map[string]*replica{},

@@ -10,22 +10,23 @@ import (
 	"github.com/erpc-go/erpc/codec"
 )
 
-// maxTried is how many replicas a call remembers having tried, to try
-// another next.
-const maxTried = 8
+// inlineTried is how many tried replicas a call remembers without
+// allocating; it remembers any more in a slice of its own.
+const inlineTried = 8
 
 // placement is one call's way over the fleet: its attempts, each on a
 // replica the balancer picks, and the replicas tried so far. It lives on
 // the caller's stack.
 type placement struct {
-	c        *Client
-	method   string
-	pol      MethodPolicy
-	info     balancer.PickInfo
-	tried    [maxTried]*replica
-	ntried   int
-	attempts int // made so far
-	retries  int // of which retries of calls that may have run
+	c         *Client
+	method    string
+	pol       MethodPolicy
+	info      balancer.PickInfo
+	tried     [inlineTried]*replica
+	ntried    int
+	moreTried []*replica // the tried ones past inlineTried
+	attempts  int        // made so far
+	retries   int        // of which retries of calls that may have run
 }
 
 // attempt is one copy of a call on one replica's session.
@@ -52,6 +53,7 @@ func (p *placement) init(c *Client, ctx context.Context, method string) {
 // next picks a replica for the next attempt, waiting for one to be ready
 // if none is, and counts the attempt in flight there.
 func (p *placement) next(ctx context.Context) (attempt, error) {
+	spins := 0
 	for {
 		rs, err := p.c.waitReady(ctx, p.method)
 		if err != nil {
@@ -63,12 +65,18 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		}
 		r := p.pick(rs)
 		fs := r.sess.Load()
-		if fs == nil { // it just left the ready set, which is republished soon
-			p.remember(r)
-			if p.ntried >= len(rs.list) {
-				p.ntried = 0 // all tried: let the next pick start over
+		if !fs.usable() { // it just left the ready set, which is republished soon
+			p.remember(r) // (not an attempt: pick keeps away from it)
+			if ctx.Err() != nil {
+				e := contextError(ctx)
+				e.Msg = fmt.Sprintf("call %q to %s: %s while waiting for a ready replica", p.method, p.c.target, e.Msg)
+				return attempt{}, notRun(e)
 			}
-			runtime.Gosched()
+			if spins++; spins > 16 {
+				time.Sleep(time.Millisecond)
+			} else {
+				runtime.Gosched()
+			}
 			continue
 		}
 		r.bal.State.InFlight.Add(1)
@@ -95,7 +103,7 @@ func (p *placement) probe(rs *readySet, now time.Time) (attempt, bool) {
 	if r != nil {
 		fs = r.sess.Load()
 	}
-	if fs == nil || p.wasTried(r) { // no session to probe on: later
+	if !fs.usable() || p.wasTried(r) { // no session to probe on: later
 		p.c.outlier.ObserveProbe(br, balancer.DoneInfo{NeverRan: true}, now)
 		return attempt{}, false
 	}
@@ -134,13 +142,24 @@ func (p *placement) wasTried(r *replica) bool {
 			return true
 		}
 	}
+	for _, q := range p.moreTried {
+		if q == r {
+			return true
+		}
+	}
 	return false
 }
 
+// remember adds r to the replicas tried, all of which the call keeps
+// away from while another is ready (inline for the first few).
 func (p *placement) remember(r *replica) {
-	if p.ntried < maxTried && !p.wasTried(r) {
+	switch {
+	case p.wasTried(r):
+	case p.ntried < inlineTried:
 		p.tried[p.ntried] = r
 		p.ntried++
+	default:
+		p.moreTried = append(p.moreTried, r)
 	}
 }
 
@@ -161,7 +180,7 @@ func (p *placement) record(a attempt, err error) {
 	if !a.probe {
 		p.c.bal.Done(&r.bal, d) // the balancer keeps the latency average
 	}
-	if err != nil && !replicaFault(err) {
+	if err != nil && (handlerAnswer(err) || !replicaFault(err)) {
 		d.Err = nil // an answer, not the replica's fault: it counts as a success
 	}
 	var changed bool
@@ -177,7 +196,8 @@ func (p *placement) record(a attempt, err error) {
 
 // replicaFault reports whether a failure counts against the replica
 // (for ejection): its session failed or it could not serve (Unavailable,
-// Internal), as opposed to a handler's answer (a plain error is Unknown)
+// Internal), as opposed to a handler's answer (any code: record checks
+// handlerAnswer first)
 // or the caller's own deadline or cancel (a replica too slow for its
 // callers is the latency check's to eject).
 func replicaFault(err error) bool {
@@ -198,7 +218,7 @@ func (p *placement) retry(ctx context.Context, err error) bool {
 	if NotExecuted(err) {
 		return true
 	}
-	if !p.pol.Idempotent || !retryableCode(CodeOf(err)) || !p.c.budget.Withdraw(time.Now()) {
+	if !p.pol.Idempotent || !retryable(err) || !p.c.budget.Withdraw(time.Now()) {
 		return false
 	}
 	p.retries++
@@ -212,11 +232,14 @@ func (p *placement) retry(ctx context.Context, err error) bool {
 	}
 }
 
-// retryableCode: failures an idempotent method is retried after: the
-// server or its session failed, or it asked for another try; not a
-// handler's answer (a plain error is Unknown).
-func retryableCode(c Code) bool {
-	switch c {
+// retryable: failures an idempotent method is retried after: the
+// server or its session failed, or it asked for another try; never a
+// handler's own answer, whatever its code (the handler ran and decided).
+func retryable(err error) bool {
+	if handlerAnswer(err) {
+		return false
+	}
+	switch CodeOf(err) {
 	case Unavailable, Aborted, ResourceExhausted:
 		return true
 	}

@@ -66,7 +66,7 @@ func (g *goCall) onDone(resp []byte, err error) {
 	case NotExecuted(err):
 		g.launch()
 		return
-	case g.p.pol.Idempotent && retryableCode(CodeOf(err)) && g.p.c.budget.Withdraw(time.Now()):
+	case g.p.pol.Idempotent && retryable(err) && g.p.c.budget.Withdraw(time.Now()):
 		g.p.retries++
 		time.AfterFunc(retryDelay(g.p.retries), g.launch)
 		return

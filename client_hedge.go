@@ -15,7 +15,8 @@ type hedgeResult struct {
 // callHedged makes an Idempotent call with hedging: when the copy in
 // flight has not answered within the policy's Hedge, another goes to
 // another replica; the first success wins and the others are canceled.
-// Failures go again as Call's do. m, for a typed call, gives the method's
+// Each hedge draws on the retry budget, as a retry does: with none left,
+// no hedge is sent. Failures go again as Call's do. m, for a typed call, gives the method's
 // wire ID (its request is encoded already); nil for a raw call.
 func (c *Client) callHedged(ctx context.Context, p *placement, req, resp []byte, m *typedMethod) ([]byte, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -68,7 +69,9 @@ func (c *Client) callHedged(ctx context.Context, p *placement, req, resp []byte,
 	for {
 		select {
 		case <-hedge.C:
-			if p.attempts < p.pol.MaxAttempts {
+			// A hedge is extra load like a retry: it draws on the retry
+			// budget, and without budget the call waits for its copy.
+			if p.attempts < p.pol.MaxAttempts && p.c.budget.Withdraw(time.Now()) {
 				if err := launch(); err == nil {
 					hedge.Reset(p.pol.Hedge)
 				}

@@ -19,6 +19,9 @@ func TestClientGo(t *testing.T) {
 	name := newFleetName()
 	testResolver.set(name, addrsOf(reps)...)
 	c := newFleetClient(t, net, name, erpc.WithBalancer(balancer.RoundRobin()))
+	// All three up first: 300 Go calls are placed in a blink, before a
+	// slow machine has dialed the others (flaky on main without it).
+	waitReplicas(t, c, erpc.ReplicaReady, 3)
 	const n = 300
 	var wg sync.WaitGroup
 	var bad atomic.Int64

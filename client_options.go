@@ -2,6 +2,8 @@ package erpc
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/erpc-go/erpc/balancer"
@@ -36,7 +38,9 @@ const (
 // a pause of 10 ms doubling (jittered). Hedge,
 // for an Idempotent method only, sends a second copy to another replica
 // when the first has not answered after that long; the first answer wins
-// and the other copy is canceled.
+// and the other copy is canceled. Hedges and retries draw on the same
+// retry budget (a tenth of the calls, plus 10 a second): with none left,
+// a call is not hedged, so together they add at most that much load.
 type MethodPolicy struct {
 	Idempotent  bool
 	Hedge       time.Duration // 0: no hedging; needs Idempotent
@@ -53,7 +57,10 @@ func WithBalancer(b balancer.Balancer) Option {
 // WithConnectRate bounds how many sessions per second a Client dials,
 // over all its replicas (default 100): a fleet that restarts at once is
 // redialed at this pace, each replica with exponential backoff and
-// jitter besides.
+// jitter besides. Every dial counts, a session's reconnect after its
+// server restarted included: a Client's sessions never redial on their
+// own, the Client does. 0 is the default; a negative, NaN or infinite
+// rate is refused by NewClient (InvalidArgument).
 func WithConnectRate(perSecond float64) Option {
 	return func(o *options) { o.fleet.connectRate = perSecond }
 }
@@ -63,7 +70,8 @@ func WithConnectRate(perSecond float64) Option {
 // sessions do not all turn over at once): a long-lived client then
 // spreads its calls again over replicas added since, at the cost of one
 // handshake per d per replica. The old session stops taking new calls
-// once its successor is up, and closes when its calls have finished.
+// and streams once its successor is up, and closes when its calls and
+// streams have finished.
 // 0, the default, keeps sessions for as long as they work: the balancer
 // already moves load to new replicas, which start with no calls in
 // flight.
@@ -81,6 +89,20 @@ func WithMethodPolicy(method string, p MethodPolicy) Option {
 		}
 		o.fleet.policies[method] = p
 	}
+}
+
+// check refuses the options out of range, as the endpoint's are
+// (options_check.go): zero is the default.
+func (fo *fleetOptions) check() error {
+	if r := fo.connectRate; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"WithConnectRate(%v) is out of range: want 0 (the default) or a finite rate above 0", r)}
+	}
+	if fo.maxAge < 0 {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
+			"WithMaxSessionAge(%v) is out of range: want 0 (the default) or more, not negative", fo.maxAge)}
+	}
+	return nil
 }
 
 // hashKey is the context key of a call's affinity key.

@@ -38,6 +38,17 @@ type fleetSess struct {
 	retireAt time.Time // WithMaxSessionAge: replaced after this; zero: never
 }
 
+// usable: fs is a session that takes calls. A Client's session that
+// went down never comes back (the Client dials another; Session.byClient):
+// until the control goroutine has retired it, calls keep away from it
+// and wait for the ready set rather than fail on it at once.
+func (fs *fleetSess) usable() bool { return fs != nil && fs.s.downs.Load() == 0 }
+
+// idle: no call or stream of the Client's is in flight on it.
+func (fs *fleetSess) idle() bool {
+	return fs.inflight.Load() == 0 && fs.s.openStreams.Load() == 0
+}
+
 func (r *replica) info() ReplicaInfo {
 	return ReplicaInfo{Addr: r.addr, State: r.state, InFlight: r.bal.State.InFlight.Load(),
 		Calls: r.calls.Load(), Failures: r.failures.Load(), Latency: r.bal.State.Latency()}
@@ -118,9 +129,12 @@ func (c *Client) reconcile(now time.Time) time.Time {
 				}
 			}
 		}
+		if r.removed {
+			r.retire() // before the idle check below, which may close it now
+		}
 		keep := r.old[:0]
 		for _, fs := range r.old {
-			if fs.inflight.Load() == 0 || fs.s.downs.Load() > 0 {
+			if fs.idle() || fs.s.downs.Load() > 0 {
 				idle = append(idle, fs.s)
 			} else {
 				keep = append(keep, fs)
@@ -131,13 +145,10 @@ func (c *Client) reconcile(now time.Time) time.Time {
 		if len(r.old) > 0 {
 			soon(now.Add(5 * time.Millisecond)) // watch them drain
 		}
-		if r.removed {
-			r.retire()
-			if len(r.old) == 0 && !r.dialing {
-				delete(c.replicas, addr)
-				changed = true
-				continue
-			}
+		if r.removed && len(r.old) == 0 && !r.dialing {
+			delete(c.replicas, addr)
+			changed = true
+			continue
 		}
 		if r.sess.Load() == nil && !r.dialing && !r.removed {
 			switch {
@@ -218,6 +229,9 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	if err != nil {
 		r.nextDial = now.Add(redial.Delay(r.dialFails, nil))
 		r.dialFails++
+		if len(r.old) == 0 { // its drained session has ended too: the server is gone
+			r.drained = false // connecting, not draining
+		}
 		c.dialErr = err
 		res := c.res
 		c.mu.Unlock()
@@ -239,7 +253,8 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	if c.opts.maxAge > 0 {
 		fs.retireAt = now.Add(balancer.AgeJitter(c.opts.maxAge, 0.2, nil))
 	}
-	r.retire() // the aged one, if this is its successor
+	r.retire()             // the aged one, if this is its successor
+	s.byClient.Store(true) // its redials are the Client's, under the connect rate
 	r.sess.Store(fs)
 	c.mu.Unlock()
 	s.watch.Store(&c.kickFn)
@@ -254,8 +269,10 @@ func (c *Client) publishLocked() {
 	bals := []*balancer.Replica{}
 	all := make([]*balancer.Replica, 0, len(c.replicas))
 	for _, r := range c.replicas {
-		all = append(all, &r.bal)
 		rs.all[&r.bal] = r
+		if !r.removed { // the ejection cap counts the resolver's replicas only
+			all = append(all, &r.bal)
+		}
 		if r.state == ReplicaReady && r.sess.Load() != nil {
 			rs.list = append(rs.list, r)
 			rs.byBal[&r.bal] = r
@@ -301,10 +318,16 @@ func (w *clientWatcher) Update(st resolver.State) {
 		r := &replica{addr: a.Addr, bal: balancer.Replica{Addr: a.Addr, Weight: a.Weight, Zone: a.Zone}}
 		c.replicas[a.Addr] = r
 	}
+	removed := false
 	for addr, r := range c.replicas {
-		if !seen[addr] {
+		if !seen[addr] && !r.removed {
 			r.removed = true
+			r.state = c.stateOf(r)
+			removed = true
 		}
+	}
+	if removed { // before Update returns, no new call goes to a removed replica
+		c.publishLocked()
 	}
 	c.resErr = nil
 	c.mu.Unlock()

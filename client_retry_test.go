@@ -12,7 +12,9 @@ import (
 )
 
 // failingFleet is n replicas whose "Flaky" fails with Unavailable (after
-// running: the failure may have run) and counts its runs.
+// running: the failure may have run) and counts its runs. The failure is
+// a handler's answer, which a Client never retries, unless the test
+// makes it a simulated server fault (SimulateServerFaults("fault:")).
 func failingFleet(t *testing.T, n int) (*memNet, string, *atomic.Int64) {
 	net := newMemNet()
 	var runs atomic.Int64
@@ -21,7 +23,7 @@ func failingFleet(t *testing.T, n int) (*memNet, string, *atomic.Int64) {
 		s := erpc.NewServer()
 		if err := s.Handle("Flaky", func(context.Context, []byte) ([]byte, error) {
 			runs.Add(1)
-			return nil, erpc.Errorf(erpc.Unavailable, "flaky")
+			return nil, erpc.Errorf(erpc.Unavailable, "fault: flaky")
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -52,6 +54,7 @@ func TestClientRetryOnlyIdempotent(t *testing.T) {
 // floor of retries a second turned off here, so the ratio alone bounds).
 func TestClientRetryBudget(t *testing.T) {
 	defer erpc.SetRetryBudget(0.1, -1)()
+	defer erpc.SimulateServerFaults("fault:")()
 	net, name, runs := failingFleet(t, 3)
 	c := newFleetClient(t, net, name, erpc.WithMethodPolicy("Flaky", erpc.MethodPolicy{Idempotent: true, MaxAttempts: 5}))
 	const calls = 300

@@ -176,8 +176,10 @@
 // is refused as never run. A call that never ran goes to another replica
 // (MethodPolicy.MaxAttempts, 3 by default); other failures are repeated
 // only for Idempotent methods, within a retry budget of a tenth of the
-// calls, and hedging (MethodPolicy.Hedge) is for Idempotent methods only:
-// a call that may have run is never sent twice otherwise. Interceptors and
+// calls, and hedging (MethodPolicy.Hedge) is for Idempotent methods only
+// and draws on the same budget: a call that may have run is never sent
+// twice otherwise. A handler's own error answer is neither repeated nor
+// held against its replica (ejection). Interceptors and
 // the StatsHandler see each attempt, with its replica in CallInfo.Peer.
 // A Client's sessions share one endpoint (its loop); the Client adds one
 // goroutine of its own, which follows the resolver, dials (a goroutine

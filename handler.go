@@ -227,7 +227,9 @@ func (ep *Endpoint) runHandler(q Request, exit exitPlan) {
 		}
 		name := q.r.handler.name // the run's reference keeps it, answered or not
 		if p != nil {
-			answered := q.RespondError(Errorf(Internal, "handler panicked: %v", p)) != nil
+			// The server's own failure, not the handler's answer: marked
+			// so that a Client holds it against this replica.
+			answered := q.answer(uint8(Internal), faultPayload(Errorf(Internal, "handler panicked: %v", p)), true) != nil
 			ep.log.Error(fmt.Sprintf("erpc: handler %q panicked: %v\n%s", name, p, debug.Stack()),
 				"method", name, "panic", fmt.Sprint(p), "after_answer", answered)
 			return

@@ -85,19 +85,47 @@ func refusalPayload(e *Error) []byte {
 	return encodeErrorPayload(&r)
 }
 
+// serverFaultDetail is the type of the detail with which a server says
+// an error answer is its own failure (a handler that panicked), not the
+// handler's answer: a Client holds it against the replica. A handler
+// cannot send it either.
+const serverFaultDetail = "erpc.ServerFault"
+
+// faultPayload is the answer of a request the server failed itself: e,
+// and the detail that says so.
+func faultPayload(e *Error) []byte {
+	r := *e
+	r.Details = append(e.Details[:len(e.Details):len(e.Details)], Detail{Type: serverFaultDetail})
+	return encodeErrorPayload(&r)
+}
+
 // withoutNotExecuted returns details without the never-ran mark, and
 // whether it was there. It allocates only when the mark is there.
 func withoutNotExecuted(details []Detail) ([]Detail, bool) {
+	return withoutMark(details, notExecutedDetail)
+}
+
+// withoutMark returns details without those of type mark (a server's
+// own), and whether there were any. It allocates only when there were.
+func withoutMark(details []Detail, mark string) ([]Detail, bool) {
 	for i, d := range details {
-		if d.Type != notExecutedDetail {
+		if d.Type != mark {
 			continue
 		}
 		out := append(details[:i:i], details[i+1:]...)
-		out, _ = withoutNotExecuted(out)
+		out, _ = withoutMark(out, mark)
 		if len(out) == 0 {
 			out = nil
 		}
 		return out, true
 	}
 	return details, false
+}
+
+// withoutServerMarks is a handler's details without the marks only the
+// server itself may send (never ran, server fault).
+func withoutServerMarks(details []Detail) ([]Detail, bool) {
+	d, a := withoutMark(details, notExecutedDetail)
+	d, b := withoutMark(d, serverFaultDetail)
+	return d, a || b
 }

@@ -132,13 +132,15 @@ func (q Request) respondOwned(resp []byte) error { return q.answer(0, resp, true
 // GRPCStatus method, as grpc's status.Error returns: no interceptor
 // needed); a context error becomes Canceled or DeadlineExceeded; any other
 // error becomes Unknown with its message. A handler's error never says its
-// request did not run (NotExecuted): the handler did run.
+// request did not run (NotExecuted): the handler did run; nor that the
+// server itself failed (only a panic's answer says so, for a Client's
+// ejection).
 func (q Request) RespondError(err error) error {
 	if err == nil {
 		return q.answer(0, nil, false)
 	}
 	e := statusOf(err)
-	if details, marked := withoutNotExecuted(e.Details); marked {
+	if details, marked := withoutServerMarks(e.Details); marked {
 		c := *e
 		c.Details = details
 		e = &c

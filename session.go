@@ -26,7 +26,10 @@ import (
 // error satisfies NotExecuted. A session that ended because the server
 // did not answer within the failure timeout (connecting or connected)
 // fails such a call at once instead (NotExecuted too): a server that is
-// gone fails a call within one failure timeout, not two. Nothing else is ever sent again, a call
+// gone fails a call within one failure timeout, not two. A Client's
+// session (Client) neither reconnects nor sends such a call again: its
+// calls fail NotExecuted and the Client places them on another session
+// and dials under its connect rate. Nothing else is ever sent again, a call
 // the server refused (ResourceExhausted) included: NotExecuted tells the
 // caller which failures it may retry, here or elsewhere.
 type Session struct {
@@ -42,6 +45,12 @@ type Session struct {
 	draining atomic.Bool
 	downs    atomic.Uint32
 	watch    atomic.Pointer[func()]
+	// byClient: a Client's session, which never reconnects on its own
+	// (the Client dials a new one, under its connect rate).
+	byClient atomic.Bool
+	// openStreams counts the streams opened on it and not yet over
+	// (stream_pump.go), for a Client's drain of a retired session.
+	openStreams atomic.Int64
 
 	first     chan struct{} // closed when the first connect succeeds or fails
 	firstOnce sync.Once
@@ -126,6 +135,8 @@ func (s *Session) ensure(now proto.Time) (proto.SessionID, *Error) {
 		return s.sid, nil
 	case now < s.nextAttempt: // the call never leaves: NotExecuted
 		return 0, notRun(&Error{Code: Unavailable, Msg: "reconnecting after failure: " + s.lastErr.Error(), Cause: s.lastErr})
+	case s.byClient.Load(): // its Client redials, not the session
+		return 0, notRun(&Error{Code: Unavailable, Msg: "session ended: its Client dials a new one", Cause: s.lastErr})
 	}
 	s.connect(now)
 	return s.sid, nil

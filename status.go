@@ -64,6 +64,26 @@ type Error struct {
 	// it to the caller (gRPC's status details); codec/protocodec adds
 	// and reads protobuf ones.
 	Details []Detail
+
+	// answered: the status is a server's handler's own answer (it ran
+	// and returned this error), not a failure of the transport, the
+	// session or the server itself (a refusal, or a handler's panic,
+	// which the server marks); a Client neither retries nor ejects on it.
+	answered bool
+}
+
+// serverFaultForTest, set only by tests (SimulateServerFaults), makes
+// the answers whose message it picks count as failures of the server
+// rather than its handler's answers: with a session up, every real such
+// failure is one the engine proves never ran, so tests need it to load a
+// Client's retries and ejection without killing a session per call.
+var serverFaultForTest func(msg string) bool
+
+// handlerAnswer reports whether err is a status a server's handler
+// answered with (see Error.answered).
+func handlerAnswer(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e != nil && e.answered
 }
 
 // Detail is one value attached to an Error: its type's name (for a
@@ -231,7 +251,8 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 		code = Unknown
 	}
 	msgText, details := decodeErrorPayload(msg)
-	details, refused := withoutNotExecuted(details) // the server refused it before it ran
+	details, refused := withoutNotExecuted(details)           // the server refused it before it ran
+	details, fault := withoutMark(details, serverFaultDetail) // the server failed, not its handler
 	var e *Error
 	switch {
 	case code == Unimplemented && msgText == "":
@@ -245,6 +266,8 @@ func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Err
 	}
 	if refused {
 		notRun(e)
+	} else if !fault && (serverFaultForTest == nil || !serverFaultForTest(msgText)) {
+		e.answered = true // the server's handler ran and said so
 	}
 	return e
 }

@@ -141,7 +141,7 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 		cs.slots = slotsFor(min(w, sessionWindow(s.ep)))
 	}
 	st.cs, st.sid = cs, s.sid // the session that answered is the current one: its end comes after this
-	cs.streams[st.id] = st
+	cs.add(st)
 	if h.cliSid == nil {
 		h.cliSid = map[proto.SessionID]*cliSession{}
 	}

@@ -172,7 +172,7 @@ func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
 		st.cancelOut = 0
 		st.queued = false
 		st.out = st.out[:0]
-		delete(st.cs.streams, st.id)
+		st.cs.drop(st.id)
 		return b, false
 	}
 	if st.over == nil && st.recv.GrantDue() {
@@ -255,7 +255,7 @@ func (cs *cliSession) deliver(batch []byte) {
 			continue
 		}
 		if st.onFrame(&f) {
-			delete(cs.streams, st.id)
+			cs.drop(st.id)
 		}
 	}
 	if rd.Err() != nil {
@@ -331,7 +331,7 @@ func (cs *cliSession) failAll(e *Error) {
 		st.mu.Lock()
 		st.endLocked(streamError(st.method, cs.s.target, e))
 		st.mu.Unlock()
-		delete(cs.streams, id)
+		cs.drop(id)
 	}
 }
 
@@ -344,7 +344,21 @@ func (cs *cliSession) sessionDown(sid proto.SessionID, cause error) {
 			st.mu.Lock()
 			st.endLocked(streamError(st.method, cs.s.target, e))
 			st.mu.Unlock()
-			delete(cs.streams, id)
+			cs.drop(id)
 		}
+	}
+}
+
+// add and drop keep the session's streams and its count of them, which a
+// Client reads to close a retired session only once its streams are over.
+func (cs *cliSession) add(st *clientStream) {
+	cs.streams[st.id] = st
+	cs.s.openStreams.Add(1)
+}
+
+func (cs *cliSession) drop(id uint64) {
+	if _, ok := cs.streams[id]; ok {
+		delete(cs.streams, id)
+		cs.s.openStreams.Add(-1)
 	}
 }

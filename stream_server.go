@@ -255,7 +255,7 @@ func streamStatus(err error) (Code, []byte) {
 	if code == OK {
 		code = Unknown
 	}
-	if details, marked := withoutNotExecuted(e.Details); marked {
+	if details, marked := withoutServerMarks(e.Details); marked {
 		c := *e
 		c.Details = details
 		e = &c
