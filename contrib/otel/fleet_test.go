@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/erpc-go/erpc/balancer"
+
 	"github.com/erpc-go/erpc"
 	erpcotel "github.com/erpc-go/erpc/contrib/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -34,12 +36,25 @@ func TestFleetClientSpanNamesReplica(t *testing.T) {
 		self.Store(ep.Addr().String())
 		targets = append(targets, ep.Addr().String())
 	}
-	c, err := erpc.NewClient("static:///"+strings.Join(targets, ","),
+	// Round robin, once both replicas are ready: P2C may send a run of
+	// serial calls all to the faster one.
+	c, err := erpc.NewClient("static:///"+strings.Join(targets, ","), erpc.WithBalancer(balancer.RoundRobin()),
 		erpc.WithStatsHandler(erpcotel.NewStatsHandler(erpcotel.WithTracerProvider(tp))))
 	must(t, err)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	for ready := 0; ready < 2; time.Sleep(time.Millisecond) {
+		if ctx.Err() != nil {
+			t.Fatal("the replicas never became ready")
+		}
+		ready = 0
+		for _, r := range c.Replicas() {
+			if r.State == erpc.ReplicaReady {
+				ready++
+			}
+		}
+	}
 	served := map[string]bool{}
 	for i := range 20 {
 		spans.Reset()
