@@ -41,7 +41,8 @@ func TestReviewWakeLost(t *testing.T) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		t.Skip("needs two Ps for the race")
 	}
-	for round := range 200 {
+	bound := time.Now().Add(20 * time.Second)
+	for round := 0; round < 200 && time.Now().Before(bound); round++ {
 		var stop atomic.Bool
 		var wg sync.WaitGroup
 		for range 2 {
@@ -63,13 +64,15 @@ func TestReviewWakeLost(t *testing.T) {
 		x.Wait(time.Now().Add(time.Millisecond))
 		x.Wake()
 		if !efdReadable(t, x) {
+			flag := x.woken.Load()
 			// Show what that means for a sleeping loop.
 			start := time.Now()
 			x.Wait(time.Now().Add(500 * time.Millisecond))
+			slept := time.Since(start).Round(time.Millisecond)
 			x.Wake()
-			again := efdReadable(t, x)
-			t.Fatalf("round %d (a second Wake then made the eventfd readable: %v): after Wake the eventfd is empty and the woken flag is %v: the Wake is lost, and so is every "+
-				"later one (a Wait right after it slept %v, to its deadline)", round, x.woken.Load(), again, time.Since(start).Round(time.Millisecond))
+			t.Fatalf("round %d: after Wake the eventfd is empty and the woken flag is %v: the Wake is lost; a Wait right after "+
+				"it slept %v, to its deadline; one more Wake then left the eventfd readable: %v (every later Wake is lost too)",
+				round, flag, slept, efdReadable(t, x))
 		}
 	}
 }
