@@ -155,3 +155,62 @@ func TestReviewSpoofedSourceStallsServer(t *testing.T) {
 		t.Errorf("3 spoofed packets from one unresolvable source made the server probe it %d times, each blocking its loop up to 1 s", n)
 	}
 }
+
+// TestReviewPeerMACChangeNeverRecovers: the doc says MACs are read again
+// every 30 s. The AF_XDP client in A talks to a kernel UDP server in B;
+// B's interface then gets a new MAC (a replaced host or VM keeping its
+// IP; B sends no gratuitous ARP, Linux's default). A's sends go to the old
+// MAC, which B drops, for 30 s as documented; but after that the
+// transport reads the kernel's neighbour table, whose entry for B still
+// holds the old MAC: the kernel revalidates an entry only when it sends
+// through it itself, and it never does, since AF_XDP bypasses it. The
+// test waits past the 30 s and then expects a datagram to arrive (a
+// kernel UDP socket in A is the control: the kernel's own sends recover).
+func TestReviewPeerMACChangeNeverRecovers(t *testing.T) {
+	p := newVethPair(t)
+	a := listenXDP(t, p, p.A, p.AddrA, Options{})
+	b := listenUDP(t, p.B, p.AddrB)
+	send := func(s string) {
+		if err := a.Send([]transport.Message{{To: b.LocalAddr(), Payload: []byte(s)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("before")
+	if got := rcollect(t, b, 1, 3*time.Second); len(got) != 1 {
+		t.Fatalf("before the change: %d datagrams", len(got))
+	}
+	// B answers, so that A's kernel knows B well (REACHABLE).
+	if err := b.Send([]transport.Message{{To: a.LocalAddr(), Payload: []byte("answer")}}); err != nil {
+		t.Fatal(err)
+	}
+	rcollect(t, a, 1, 3*time.Second)
+	sh(t, "ip", "-n", p.B, "link", "set", "dev", p.ifname, "address", "02:00:00:be:ef:02")
+	send("within 30 s")
+	inWindow := len(rcollect(t, b, 1, time.Second))
+	t.Logf("within the 30 s: %d of 1 delivered; waiting past the refresh", inWindow)
+	time.Sleep(neighTTL + 2*time.Second)
+	var delivered []int
+	for i := range 5 {
+		send(fmt.Sprintf("after %d", i))
+		delivered = append(delivered, len(rcollect(t, b, 1, 300*time.Millisecond)))
+	}
+	neigh := sh(t, "ip", "-n", p.A, "neigh", "show", "dev", p.ifname)
+	t.Logf("after the refresh: delivered %v; A's neighbour table: %s", delivered, strings.TrimSpace(neigh))
+	if delivered[len(delivered)-1] == 0 {
+		t.Errorf("%v after the MAC refresh: the transport still sends to the peer's old MAC, from the kernel's never-revalidated entry", neighTTL+2*time.Second)
+	}
+	// Control: a datagram from the kernel's own UDP socket in A.
+	k := listenUDP(t, p.A, p.AddrA)
+	ok := false
+	for range 10 {
+		if err := k.Send([]transport.Message{{To: b.LocalAddr(), Payload: []byte("kernel")}}); err != nil {
+			t.Fatal(err)
+		}
+		if len(rcollect(t, b, 1, time.Second)) == 1 {
+			ok = true
+			break
+		}
+	}
+	t.Logf("control: the kernel's own UDP socket in A reached B: %v; neighbour table now: %s", ok,
+		strings.TrimSpace(sh(t, "ip", "-n", p.A, "neigh", "show", "dev", p.ifname)))
+}
