@@ -152,3 +152,35 @@ func TestReviewLifecycle(t *testing.T) {
 func fmtSscanf(line string, lo, hi *uint64) (int, error) {
 	return fmt.Sscanf(line, "%x-%x", lo, hi)
 }
+
+// TestReviewCloseInsideReceive: Close "may be called from any goroutine";
+// it waits for "the loop call in progress" to return, so when the loop's
+// own fn (inside Receive) closes the transport, Close waits for itself:
+// it never returns. (A kernel UDP transport closes fine there.) The loop
+// runs in a goroutine here so that the test can report the hang; that
+// goroutine stays stuck until the process exits.
+func TestReviewCloseInsideReceive(t *testing.T) {
+	p := newVethPair(t)
+	x := listenXDP(t, p, p.A, p.AddrA, Options{})
+	b := listenUDP(t, p.B, p.AddrB)
+	if err := b.Send([]transport.Message{{To: x.LocalAddr(), Payload: []byte("close me")}}); err != nil {
+		t.Fatal(err)
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) {
+			n, err := x.Receive(func(netip.AddrPort, []byte) { x.Close() })
+			if n > 0 || err != nil {
+				return
+			}
+			x.Wait(deadline)
+		}
+	}()
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Errorf("Close called inside Receive's fn has not returned after 5 s: it waits for the Receive it is called from")
+	}
+}
