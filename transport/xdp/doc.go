@@ -20,8 +20,16 @@
 // without extension headers) to the AF_XDP socket of the receive queue it
 // arrived on, through an XSKMAP (bpf_redirect_map, with XDP_PASS as the
 // action when the queue has no socket), and passes every other frame to
-// the kernel: ARP, NDP, ICMP, other ports. The link is closed with the
-// transport, and by the kernel if the process dies.
+// the kernel: ARP, NDP, ICMP, other ports. It also passes, to be judged by
+// the kernel as it judges any frame, datagrams to the transport's port
+// that the transport should not take itself: those to another
+// destination MAC (another host's, broadcast), those from a martian
+// source (loopback, multicast, broadcast, unspecified, the transport's
+// own IP), and those whose UDP checksum field holds only the pseudo
+// header's sum, which marks a checksum left to an offload: a kernel sender
+// over veth, or in generic mode a GSO train of datagrams that the program
+// sees as one super-frame (the kernel socket gets it segmented). The link
+// is closed with the transport, and by the kernel if the process dies.
 //
 // A kernel UDP socket bound to the same address holds the port (and picks
 // one for port 0); what the program passes to the kernel for that port (a
@@ -55,8 +63,9 @@
 // one (an empty datagram to the next hop's discard port through a kernel
 // socket) and waits for it up to a second, blocking the event loop once
 // per new peer. MACs are read again every 30 s. The IPv4 header checksum
-// and the UDP checksum are computed; received UDP checksums are not
-// checked (over veth the sender's kernel leaves them to an offload).
+// and the UDP checksum are computed; received UDP checksums are checked
+// as the kernel checks them (0 means none over IPv4, and is refused over
+// IPv6).
 //
 // # Copy and zero copy, native and generic
 //

@@ -69,7 +69,7 @@ func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options)
 	if t.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fmt.Errorf("xdp: eventfd: %w", err)
 	}
-	if t.prog, err = attach(t.ifindex, queues, t.local, opts.AttachMode); err != nil {
+	if t.prog, err = attach(t.ifindex, queues, t.link.src, t.local, opts.AttachMode); err != nil {
 		return fmt.Errorf("%w (interface %s)", err, ifc.Name)
 	}
 	for q := range queues {
