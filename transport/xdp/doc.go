@@ -84,11 +84,16 @@
 //
 // Receive drains every RX ring without a system call. Wait sleeps in
 // ppoll on the sockets, the kernel socket and an eventfd that Wake
-// writes (once between two Waits). The transport is a transport.Poller
+// writes (once between two Waits; Wait reads the eventfd before it clears
+// that mark, so no Wake is lost). The transport is a transport.Poller
 // whose check is a load of each RX ring's producer index, so a
 // busy-polling endpoint (erpc.WithBusyPoll) spins on the rings. Close may
-// come from any goroutine: it wakes a Wait and waits for the loop's call
-// in progress to return before unmapping the rings.
+// come from any goroutine: it wakes a Wait, and the rings are unmapped
+// and the descriptors closed only once no call is in progress (Receive,
+// Send, Wait, Poll, Wake), by Close or by the last call to return. From
+// the loop's own fn inside Receive, Close marks the transport closed and
+// returns; the release happens as that Receive returns. A Wake after
+// Close does nothing.
 //
 // # Requirements and failures
 //

@@ -42,10 +42,11 @@ type Transport struct {
 
 	stats counters
 
-	woken  atomic.Bool  // a Wake's write to efd is not read yet
-	busy   atomic.Int32 // loop calls in progress, which Close waits out
-	closed atomic.Bool
-	done   atomic.Bool // torn down
+	woken     atomic.Bool  // a Wake's write to efd is done or under way and not read yet
+	busy      atomic.Int32 // calls in progress (loop calls, Wakes), which teardown waits out
+	receiving atomic.Bool  // the loop is in Receive: a Close from its fn must not wait for it
+	closed    atomic.Bool
+	done      atomic.Bool // torn down
 }
 
 // Mode says where the program runs and how the sockets move frames:
@@ -65,18 +66,25 @@ func (t *Transport) PacketSize() int { return t.maxDatagram }
 // Target is what peers dial: the transport is UDP on the wire.
 func (t *Transport) Target() string { return "udp://" + t.local.String() }
 
-// enter marks a loop call in progress, or reports that the transport is
-// closed; exit ends it.
+// enter marks a call in progress, or reports that the transport is
+// closed; exit ends it, and the last call to end after Close tears the
+// transport down (Close itself when nothing is in progress). Close sets
+// closed before it reads busy and enter adds to busy before it reads
+// closed, so no call that got in is still running at teardown.
 func (t *Transport) enter() bool {
 	t.busy.Add(1)
 	if t.closed.Load() {
-		t.busy.Add(-1)
+		t.exit()
 		return false
 	}
 	return true
 }
 
-func (t *Transport) exit() { t.busy.Add(-1) }
+func (t *Transport) exit() {
+	if t.busy.Add(-1) == 0 && t.closed.Load() {
+		t.teardown()
+	}
+}
 
 // Receive passes every datagram in the RX rings to fn. data points into
 // the UMEM frame, which goes back to the fill ring after fn returns.
@@ -84,7 +92,11 @@ func (t *Transport) Receive(fn func(from netip.AddrPort, data []byte)) (int, err
 	if !t.enter() {
 		return 0, transport.ErrClosed
 	}
-	defer t.exit()
+	t.receiving.Store(true)
+	defer func() {
+		t.receiving.Store(false)
+		t.exit()
+	}()
 	total := 0
 	if t.kernelSkip++; t.kernelReady || t.kernelSkip >= kernelCheckEvery {
 		t.kernelSkip = 0
@@ -186,6 +198,10 @@ func (t *Transport) Send(msgs []transport.Message) error {
 // Poll checks the RX rings up to n times, calling idle between two
 // checks: a check is a load of each ring's producer index.
 func (t *Transport) Poll(n int, idle func() bool) bool {
+	if !t.enter() {
+		return true // Receive then says ErrClosed
+	}
+	defer t.exit()
 	for i := range n {
 		if t.closed.Load() {
 			return true
@@ -234,9 +250,13 @@ func (t *Transport) Wait(deadline time.Time) error {
 		t.kernelReady = true
 	}
 	if t.pollfds[0].Revents != 0 {
-		t.woken.Store(false) // before the read: a later Wake writes again
+		// Read, then clear: a Wake between the two finds the flag set and
+		// does not write, but this Wait is returning anyway; one after the
+		// clear writes again. (Clearing first let a Wake's write be read
+		// here with the flag left set: every later Wake was lost.)
 		var b [8]byte
 		unix.Read(t.efd, b[:])
+		t.woken.Store(false)
 	}
 	if t.closed.Load() {
 		return transport.ErrClosed
@@ -245,8 +265,13 @@ func (t *Transport) Wait(deadline time.Time) error {
 }
 
 // Wake makes a current or next Wait return. Wakes between two Waits write
-// the eventfd once.
+// the eventfd once. After Close it does nothing: the eventfd stays open
+// while a Wake is under way, so Wake never writes into a reused number.
 func (t *Transport) Wake() {
+	if !t.enter() {
+		return
+	}
+	defer t.exit()
 	if t.woken.Swap(true) {
 		return
 	}
@@ -254,18 +279,29 @@ func (t *Transport) Wake() {
 	unix.Write(t.efd, one[:])
 }
 
-// Close detaches the program and releases the sockets and their memory,
-// once the loop call in progress (a Wait it wakes) has returned.
+// Close detaches the program and releases the sockets and their memory.
+// From any goroutine but the loop's, it returns once the loop call in
+// progress (a Wait it wakes) has returned and all is released. From the
+// loop's own fn, inside Receive, it marks the transport closed and
+// returns; the release happens as that Receive returns.
 func (t *Transport) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
+	t.busy.Add(1) // keep the eventfd open for the write
 	one := [8]byte{1}
 	unix.Write(t.efd, one[:])
-	for t.busy.Load() != 0 {
+	t.exit()
+	for {
+		n := t.busy.Load()
+		if n == 0 || (n == 1 && t.receiving.Load()) {
+			break
+		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	t.teardown()
+	if t.busy.Load() == 0 {
+		t.teardown()
+	}
 	return nil
 }
 
