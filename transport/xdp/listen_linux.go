@@ -50,8 +50,12 @@ func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options)
 	if t.kernel, t.local, err = openKernelSocket(local); err != nil {
 		return err
 	}
-	t.kernelBuf = make([]byte, 1<<16)
-	t.maxDatagram = min(ifc.MTU, frameSize-unix.XDP_PACKET_HEADROOM-ethHeader) - (headerLen(local.Addr()) - ethHeader)
+	t.kernelBuf, t.kernelOut = make([]byte, 1<<16), make([]byte, 1<<16)
+	t.maxDatagram.Store(int32(maxDatagramFor(ifc.MTU, local.Addr())))
+	t.safeDatagram = maxDatagramFor(1280, local.Addr())
+	if t.ifr, err = unix.NewIfreq(ifc.Name); err != nil {
+		return fmt.Errorf("xdp: %w", err)
+	}
 	if t.nl, err = openRtnl(); err != nil {
 		return fmt.Errorf("xdp: %w", err)
 	}
@@ -69,6 +73,8 @@ func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options)
 	if t.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fmt.Errorf("xdp: eventfd: %w", err)
 	}
+	t.res = newResolver(t.nl, t.ifindex, t.probe, t.signal)
+	go t.res.run()
 	if t.prog, err = attach(t.ifindex, queues, t.link.src, t.local, opts.AttachMode); err != nil {
 		return fmt.Errorf("%w (interface %s)", err, ifc.Name)
 	}
