@@ -98,11 +98,17 @@
 // # Requirements and failures
 //
 // AF_XDP needs Linux 5.9 or later (BPF links for XDP), root or
-// CAP_NET_ADMIN with CAP_BPF (CAP_SYS_ADMIN before 5.8), and an interface
-// that takes an XDP program (any does in generic mode). Listen fails with
-// an error matching ErrPermission, ErrNoInterface, ErrNotAttachable or
-// ErrKernel that names the system call and the kernel's answer; with
-// Options.FallbackUDP it returns a UDP transport instead and logs why.
+// CAP_NET_ADMIN (to attach the program), CAP_BPF (CAP_SYS_ADMIN before
+// 5.8; to load it) and CAP_NET_RAW (for AF_XDP sockets), and room for the
+// UMEM (8 MiB a receive queue) under RLIMIT_MEMLOCK unless the process has
+// CAP_IPC_LOCK, and an interface that takes an XDP program (any does in
+// generic mode). Listen fails with an error matching ErrPermission (which
+// names the missing capability; ErrMemlock too when the memlock limit is
+// what is missing), ErrNoInterface, ErrNotAttachable (ErrInUse too when
+// the interface has a program already) or ErrKernel that names the system
+// call and the kernel's answer; with Options.FallbackUDP it returns a UDP
+// transport instead and logs why. Queues past the first that refuse a
+// socket are left to the kernel socket.
 // One AF_XDP transport per interface (an interface takes one XDP program
 // through a link). Datagrams are limited to the MTU (MaxDatagram, 1472
 // bytes over IPv4 on a 1500-byte Ethernet); the endpoint uses that as

@@ -11,6 +11,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // Offsets in struct xdp_md, the XDP program's context.
@@ -249,7 +250,12 @@ func attach(ifindex, queues int, mac [6]byte, addr netip.AddrPort, force string)
 		errs = append(errs, fmt.Errorf("%s mode: %w", m.name, err))
 	}
 	a.close()
-	return nil, classify(fmt.Errorf("%w: %w", ErrNotAttachable, errors.Join(errs...)))
+	err = errors.Join(errs...)
+	if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST) {
+		// The interface holds a program already: it takes one per mode.
+		return nil, fmt.Errorf("%w (%w): %w", ErrInUse, ErrNotAttachable, err)
+	}
+	return nil, classify(fmt.Errorf("%w: %w", ErrNotAttachable, err))
 }
 
 // load creates the socket map and loads the program (not attached yet).

@@ -71,6 +71,9 @@ func openXSKMode(ifindex, queue int, mode uint16) (_ *xsk, err error) {
 	}
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))), Len: uint64(len(x.umem)), Size: frameSize}
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		if err == unix.ENOBUFS {
+			return nil, memlockError(fmt.Errorf("XDP_UMEM_REG: %w", err))
+		}
 		return nil, fmt.Errorf("XDP_UMEM_REG: %w", err)
 	}
 	for _, opt := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING, unix.XDP_TX_RING} {
