@@ -57,15 +57,27 @@
 //
 // Send builds the whole frame: the interface's MAC as source, and as
 // destination the MAC the kernel's neighbour table holds for the route's
-// next hop, read over netlink (RTM_GETROUTE, RTM_GETNEIGH) on a socket
-// opened by Listen, so in Listen's network namespace. ARP and NDP stay
-// the kernel's: for a next hop it has not resolved, Send has it resolve
+// next hop. ARP and NDP stay the kernel's, and the event loop never waits
+// for them: a resolver goroutine owns a netlink socket opened by Listen
+// (so in Listen's network namespace) and reads routes and neighbours
+// (RTM_GETROUTE, RTM_GETNEIGH) when the loop asks, without blocking, about
+// a new peer or one whose MAC is 30 s old (the old MAC is used meanwhile).
+// For a next hop the kernel has not resolved, the resolver has it resolve
 // one (an empty datagram to the next hop's discard port through a kernel
-// socket) and waits for it up to a second, blocking the event loop once
-// per new peer. MACs are read again every 30 s. The IPv4 header checksum
-// and the UDP checksum are computed; received UDP checksums are checked
-// as the kernel checks them (0 means none over IPv4, and is refused over
-// IPv6).
+// socket) and waits for it up to a second; meanwhile Send sends to that
+// peer through the kernel UDP socket, which queues while the kernel
+// resolves. A peer the kernel could not resolve is dropped for a backoff
+// that doubles from 1 s to 30 s. The kernel checks a neighbour entry only
+// when it sends through it, which AF_XDP bypasses, so the resolver checks
+// the MAC of each next hop in use every 15 s by setting its entry to
+// PROBE (the kernel's unicast probes: REACHABLE if the MAC answers, else
+// FAILED and resolved again), and tells the loop when a MAC changed; the
+// loop also takes a peer on the link's MAC from its valid frames. A
+// refresh allocates nothing. The IPv4 header checksum and the UDP
+// checksum are computed; received UDP checksums are checked as the kernel
+// checks them (0 means none over IPv4, and is refused over IPv6). Send
+// reads the MTU again (at most every 10 ms, when a datagram is larger
+// than what fits 1280) and refuses what no longer fits with ErrTooLarge.
 //
 // # Copy and zero copy, native and generic
 //
