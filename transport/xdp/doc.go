@@ -25,11 +25,13 @@
 // that the transport should not take itself: those to another
 // destination MAC (another host's, broadcast), those from a martian
 // source (loopback, multicast, broadcast, unspecified, the transport's
-// own IP), and those whose UDP checksum field holds only the pseudo
-// header's sum, which marks a checksum left to an offload: a kernel sender
-// over veth, or in generic mode a GSO train of datagrams that the program
-// sees as one super-frame (the kernel socket gets it segmented). The link
-// is closed with the transport, and by the kernel if the process dies.
+// own IP), and in generic mode those whose UDP checksum field holds only
+// the pseudo header's sum, which marks a checksum left to an offload: there
+// a kernel sender's GSO train over veth reaches the program as one
+// super-frame, and the kernel socket gets it segmented. (Native XDP on
+// veth turns the peer's GSO off; the parser takes such a checksum as the
+// kernel does for a local sender's datagram.) The link is closed with the
+// transport, and by the kernel if the process dies.
 //
 // A kernel UDP socket bound to the same address holds the port (and picks
 // one for port 0); what the program passes to the kernel for that port (a

@@ -55,18 +55,20 @@ func le32(b []byte) int32  { return int32(binary.NativeEndian.Uint32(b)) }
 //     drops or takes them as it would for a UDP socket;
 //   - from a martian source (loopback, multicast, broadcast, unspecified,
 //     addr's own IP): the kernel drops them;
-//   - whose UDP checksum field holds only the pseudo-header's sum, the
-//     mark of a checksum left to an offload (CHECKSUM_PARTIAL): a kernel
-//     sender over veth, and in generic mode a GSO train of datagrams seen
-//     as one super-frame. The kernel socket then gets them, segmented.
-//     A complete checksum equals that sum once in 65536 datagrams, which
-//     then take the slow path, correctly.
+//   - in generic mode (passPartial), whose UDP checksum field holds only
+//     the pseudo-header's sum, the mark of a checksum left to an offload
+//     (CHECKSUM_PARTIAL): there a kernel sender's GSO train over veth
+//     reaches the program as one super-frame, and the kernel socket gets
+//     it segmented. (A complete checksum equals that sum once in 65536
+//     datagrams, which then take the slow path, correctly.) Native XDP on
+//     veth turns the peer's GSO off, so there such frames are single
+//     datagrams, which the parser takes.
 //
 // Every load is preceded by the bounds check the verifier demands (data +
 // the headers' length <= data_end). The action when the queue has no
 // socket is fallback (xdpPass; tests use another, to tell a redirect from
 // a pass).
-func program(xsks *ebpf.Map, mac [6]byte, addr netip.AddrPort, fallback int32) asm.Instructions {
+func program(xsks *ebpf.Map, mac [6]byte, addr netip.AddrPort, passPartial bool, fallback int32) asm.Instructions {
 	var port [2]byte
 	binary.BigEndian.PutUint16(port[:], addr.Port())
 	ins := asm.Instructions{
@@ -105,7 +107,9 @@ func program(xsks *ebpf.Map, mac [6]byte, addr netip.AddrPort, fallback int32) a
 			asm.LoadMem(asm.R5, asm.R2, ip4Src, asm.Word),
 			asm.JEq.Imm32(asm.R5, le32(ip[:]), "pass"),
 		)
-		ins = append(ins, partialChecksum(ip4Src, 8, ip4UDPDst+2, ip4UDPDst+4)...)
+		if passPartial {
+			ins = append(ins, partialChecksum(ip4Src, 8, ip4UDPDst+2, ip4UDPDst+4)...)
+		}
 	} else {
 		ip := a.As16()
 		ins = append(ins,
@@ -129,7 +133,9 @@ func program(xsks *ebpf.Map, mac [6]byte, addr netip.AddrPort, fallback int32) a
 		)
 		ins = append(ins, dstMAC(mac)...)
 		ins = append(ins, martian6(ip)...)
-		ins = append(ins, partialChecksum(ip6Src, 32, ip6UDPDst+2, ip6UDPDst+4)...)
+		if passPartial {
+			ins = append(ins, partialChecksum(ip6Src, 32, ip6UDPDst+2, ip6UDPDst+4)...)
+		}
 	}
 	return append(ins,
 		// bpf_redirect_map(xsks, ctx->rx_queue_index, XDP_PASS)
@@ -230,10 +236,6 @@ type attached struct {
 // and attaches it to the interface: natively (in the driver) if it can,
 // else in generic (SKB) mode, unless force names one of them.
 func attach(ifindex, queues int, mac [6]byte, addr netip.AddrPort, force string) (*attached, error) {
-	a, err := load(queues, mac, addr, xdpPass)
-	if err != nil {
-		return nil, err
-	}
 	var errs []error
 	for _, m := range []struct {
 		name  string
@@ -242,15 +244,19 @@ func attach(ifindex, queues int, mac [6]byte, addr netip.AddrPort, force string)
 		if force != "" && force != m.name {
 			continue
 		}
+		a, err := load(queues, mac, addr, m.name == "generic", xdpPass)
+		if err != nil {
+			return nil, err
+		}
 		l, err := link.AttachXDP(link.XDPOptions{Program: a.prog, Interface: ifindex, Flags: m.flags})
 		if err == nil {
 			a.link, a.mode = l, m.name
 			return a, nil
 		}
+		a.close()
 		errs = append(errs, fmt.Errorf("%s mode: %w", m.name, err))
 	}
-	a.close()
-	err = errors.Join(errs...)
+	err := errors.Join(errs...)
 	if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.EEXIST) {
 		// The interface holds a program already: it takes one per mode.
 		return nil, fmt.Errorf("%w (%w): %w", ErrInUse, ErrNotAttachable, err)
@@ -259,7 +265,7 @@ func attach(ifindex, queues int, mac [6]byte, addr netip.AddrPort, force string)
 }
 
 // load creates the socket map and loads the program (not attached yet).
-func load(queues int, mac [6]byte, addr netip.AddrPort, fallback int32) (*attached, error) {
+func load(queues int, mac [6]byte, addr netip.AddrPort, passPartial bool, fallback int32) (*attached, error) {
 	xsks, err := ebpf.NewMap(&ebpf.MapSpec{
 		Name: "erpc_xsks", Type: ebpf.XSKMap,
 		KeySize: 4, ValueSize: 4, MaxEntries: uint32(queues),
@@ -269,7 +275,7 @@ func load(queues int, mac [6]byte, addr netip.AddrPort, fallback int32) (*attach
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Name: "erpc_xdp", Type: ebpf.XDP, License: "Dual MIT/GPL",
-		Instructions: program(xsks, mac, addr, fallback),
+		Instructions: program(xsks, mac, addr, passPartial, fallback),
 	})
 	if err != nil {
 		xsks.Close()

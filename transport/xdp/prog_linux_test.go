@@ -56,7 +56,8 @@ func pseudoSum(addrs, ulen []byte) uint16 {
 	return uint16(s)
 }
 
-// TestProgramVerdicts loads the XDP program for an IPv4 and an IPv6
+// TestProgramVerdicts loads the XDP program (generic mode's, which also
+// passes partial checksums) for an IPv4 and an IPv6
 // address (the verifier accepts both) and runs it (BPF_PROG_TEST_RUN) on
 // frames to that address, truncated at every length and with random
 // bytes changed (seeded, 3000 per family): its verdict, redirect or pass,
@@ -68,7 +69,7 @@ func TestProgramVerdicts(t *testing.T) {
 	for _, local := range []string{"10.9.8.7:31850", "[fd00::7]:31850"} {
 		addr := netip.MustParseAddrPort(local)
 		t.Run(addr.Addr().String(), func(t *testing.T) {
-			a, err := load(1, testMACs.dst, addr, xdpDrop)
+			a, err := load(1, testMACs.dst, addr, true, xdpDrop)
 			if err != nil {
 				t.Fatal(err)
 			}
