@@ -33,7 +33,7 @@ func listen(ifname string, addr netip.AddrPort, opts Options) (transport.Transpo
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{ifindex: ifc.Index, efd: -1, probe: -1, kernel: -1, neigh: map[netip.Addr]neighEntry{}}
+	t := &Transport{ifindex: ifc.Index, efd: -1, probe: -1, kernel: -1, neigh: map[netip.Addr]neighEntry{}, released: make(chan struct{})}
 	copy(t.link.src[:], ifc.HardwareAddr)
 	if err := t.open(ifc, local, opts); err != nil {
 		t.teardown()

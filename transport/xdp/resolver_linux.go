@@ -36,6 +36,7 @@ const (
 // link), so that frames from it tell its MAC.
 type neighAnswer struct {
 	ip     netip.Addr
+	hop    netip.Addr
 	mac    [6]byte
 	ok     bool
 	direct bool
@@ -45,6 +46,7 @@ type neighAnswer struct {
 type peerWatch struct {
 	mac   [6]byte
 	ok    bool
+	hop   netip.Addr
 	asked time.Time // the loop's last ask
 }
 
@@ -102,7 +104,7 @@ func (r *resolver) run() {
 			w := r.peers[ip]
 			w.asked = time.Now()
 			a := r.resolve(ip)
-			w.mac, w.ok = a.mac, a.ok
+			w.mac, w.ok, w.hop = a.mac, a.ok, a.hop
 			r.peers[ip] = w
 			if !r.answer(a) {
 				return
@@ -113,11 +115,16 @@ func (r *resolver) run() {
 					delete(r.peers, ip)
 					continue
 				}
+				// Only MACs due for a check: a failed peer is asked
+				// about again by the loop, after its backoff.
+				if !w.ok || now.Sub(r.checked[w.hop]) < recheckEvery {
+					continue
+				}
 				a := r.resolve(ip)
 				if a.ok == w.ok && a.mac == w.mac {
 					continue
 				}
-				w.mac, w.ok = a.mac, a.ok
+				w.mac, w.ok, w.hop = a.mac, a.ok, a.hop
 				r.peers[ip] = w
 				if !r.answer(a) {
 					return
@@ -151,7 +158,7 @@ func (r *resolver) resolve(ip netip.Addr) neighAnswer {
 	if err != nil {
 		return a
 	}
-	a.direct = hop == ip
+	a.hop, a.direct = hop, hop == ip
 	mac, state, ok, _ := r.nl.neighbour(r.ifindex, hop)
 	if ok && state&(unix.NUD_PERMANENT|unix.NUD_NOARP) == 0 && time.Since(r.checked[hop]) >= recheckEvery {
 		r.checked[hop] = time.Now()

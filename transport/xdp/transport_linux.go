@@ -54,7 +54,8 @@ type Transport struct {
 	busy      atomic.Int32 // calls in progress (loop calls, Wakes), which teardown waits out
 	receiving atomic.Bool  // the loop is in Receive: a Close from its fn must not wait for it
 	closed    atomic.Bool
-	done      atomic.Bool // torn down
+	done      atomic.Bool   // teardown begun
+	released  chan struct{} // closed when teardown is over
 }
 
 // Mode says where the program runs and how the sockets move frames:
@@ -335,14 +336,16 @@ func (t *Transport) Close() error {
 	t.exit()
 	for {
 		n := t.busy.Load()
-		if n == 0 || (n == 1 && t.receiving.Load()) {
+		if n == 0 {
 			break
+		}
+		if n == 1 && t.receiving.Load() {
+			return nil // called from fn: that Receive's return releases
 		}
 		time.Sleep(50 * time.Microsecond)
 	}
-	if t.busy.Load() == 0 {
-		t.teardown()
-	}
+	t.teardown()
+	<-t.released // which another call's exit may be doing
 	return nil
 }
 
@@ -368,4 +371,5 @@ func (t *Transport) teardown() {
 			unix.Close(fd)
 		}
 	}
+	close(t.released)
 }
