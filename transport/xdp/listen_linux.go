@@ -43,8 +43,9 @@ func listen(ifname string, addr netip.AddrPort, opts Options) (transport.Transpo
 }
 
 // open reserves the port with a kernel socket (which also picks one for
-// port 0, and is how the kernel is made to resolve a peer's MAC), attaches
-// the program and opens a socket per receive queue.
+// port 0, and carries the datagrams to a peer whose MAC the kernel is
+// resolving), attaches the program, opens a socket per receive queue and
+// starts the resolver.
 func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options) error {
 	var err error
 	if t.kernel, t.local, err = openKernelSocket(local); err != nil {
