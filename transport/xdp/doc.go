@@ -20,7 +20,17 @@
 // without extension headers) to the AF_XDP socket of the receive queue it
 // arrived on, through an XSKMAP (bpf_redirect_map, with XDP_PASS as the
 // action when the queue has no socket), and passes every other frame to
-// the kernel: ARP, NDP, ICMP, other ports. The link is closed with the
+// the kernel: ARP, NDP, ICMP, other ports. It also passes, to be judged by
+// the kernel as it judges any frame, datagrams to the transport's port
+// that the transport should not take itself: those to another
+// destination MAC (another host's, broadcast), those from a martian
+// source (loopback, multicast, broadcast, unspecified, the transport's
+// own IP), and in generic mode those whose UDP checksum field holds only
+// the pseudo header's sum, which marks a checksum left to an offload: there
+// a kernel sender's GSO train over veth reaches the program as one
+// super-frame, and the kernel socket gets it segmented. (Native XDP on
+// veth turns the peer's GSO off; the parser takes such a checksum as the
+// kernel does for a local sender's datagram.) The link is closed with the
 // transport, and by the kernel if the process dies.
 //
 // A kernel UDP socket bound to the same address holds the port (and picks
@@ -49,14 +59,27 @@
 //
 // Send builds the whole frame: the interface's MAC as source, and as
 // destination the MAC the kernel's neighbour table holds for the route's
-// next hop, read over netlink (RTM_GETROUTE, RTM_GETNEIGH) on a socket
-// opened by Listen, so in Listen's network namespace. ARP and NDP stay
-// the kernel's: for a next hop it has not resolved, Send has it resolve
+// next hop. ARP and NDP stay the kernel's, and the event loop never waits
+// for them: a resolver goroutine owns a netlink socket opened by Listen
+// (so in Listen's network namespace) and reads routes and neighbours
+// (RTM_GETROUTE, RTM_GETNEIGH) when the loop asks, without blocking, about
+// a new peer or one whose MAC is 30 s old (the old MAC is used meanwhile).
+// For a next hop the kernel has not resolved, the resolver has it resolve
 // one (an empty datagram to the next hop's discard port through a kernel
-// socket) and waits for it up to a second, blocking the event loop once
-// per new peer. MACs are read again every 30 s. The IPv4 header checksum
-// and the UDP checksum are computed; received UDP checksums are not
-// checked (over veth the sender's kernel leaves them to an offload).
+// socket) and waits for it up to a second; meanwhile Send sends to that
+// peer through the kernel UDP socket, which queues while the kernel
+// resolves. A peer the kernel could not resolve is dropped for a backoff
+// that doubles from 1 s to 30 s. The kernel checks a neighbour entry only
+// when it sends through it, which AF_XDP bypasses, so the resolver checks
+// the MAC of each next hop in use every 15 s by setting its entry to
+// PROBE (the kernel's unicast probes: REACHABLE if the MAC answers, else
+// FAILED and resolved again), and tells the loop when a MAC changed; the
+// loop also takes a peer on the link's MAC from its valid frames. A
+// refresh allocates nothing. The IPv4 header checksum and the UDP
+// checksum are computed; received UDP checksums are checked as the kernel
+// checks them (0 means none over IPv4, and is refused over IPv6). Send
+// reads the MTU again (at most every 10 ms, when a datagram is larger
+// than what fits 1280) and refuses what no longer fits with ErrTooLarge.
 //
 // # Copy and zero copy, native and generic
 //
@@ -75,20 +98,31 @@
 //
 // Receive drains every RX ring without a system call. Wait sleeps in
 // ppoll on the sockets, the kernel socket and an eventfd that Wake
-// writes (once between two Waits). The transport is a transport.Poller
+// writes (once between two Waits; Wait reads the eventfd before it clears
+// that mark, so no Wake is lost). The transport is a transport.Poller
 // whose check is a load of each RX ring's producer index, so a
 // busy-polling endpoint (erpc.WithBusyPoll) spins on the rings. Close may
-// come from any goroutine: it wakes a Wait and waits for the loop's call
-// in progress to return before unmapping the rings.
+// come from any goroutine: it wakes a Wait, and the rings are unmapped
+// and the descriptors closed only once no call is in progress (Receive,
+// Send, Wait, Poll, Wake), by Close or by the last call to return. From
+// the loop's own fn inside Receive, Close marks the transport closed and
+// returns; the release happens as that Receive returns. A Wake after
+// Close does nothing.
 //
 // # Requirements and failures
 //
 // AF_XDP needs Linux 5.9 or later (BPF links for XDP), root or
-// CAP_NET_ADMIN with CAP_BPF (CAP_SYS_ADMIN before 5.8), and an interface
-// that takes an XDP program (any does in generic mode). Listen fails with
-// an error matching ErrPermission, ErrNoInterface, ErrNotAttachable or
-// ErrKernel that names the system call and the kernel's answer; with
-// Options.FallbackUDP it returns a UDP transport instead and logs why.
+// CAP_NET_ADMIN (to attach the program), CAP_BPF (CAP_SYS_ADMIN before
+// 5.8; to load it) and CAP_NET_RAW (for AF_XDP sockets), and room for the
+// UMEM (8 MiB a receive queue) under RLIMIT_MEMLOCK unless the process has
+// CAP_IPC_LOCK, and an interface that takes an XDP program (any does in
+// generic mode). Listen fails with an error matching ErrPermission (which
+// names the missing capability; ErrMemlock too when the memlock limit is
+// what is missing), ErrNoInterface, ErrNotAttachable (ErrInUse too when
+// the interface has a program already) or ErrKernel that names the system
+// call and the kernel's answer; with Options.FallbackUDP it returns a UDP
+// transport instead and logs why. Queues past the first that refuse a
+// socket are left to the kernel socket.
 // One AF_XDP transport per interface (an interface takes one XDP program
 // through a link). Datagrams are limited to the MTU (MaxDatagram, 1472
 // bytes over IPv4 on a 1500-byte Ethernet); the endpoint uses that as

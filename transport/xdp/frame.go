@@ -26,9 +26,7 @@ func headerLen(a netip.Addr) int {
 // IPv6 and returns its source, destination and payload (a slice of
 // frame). ok is false for anything else and for a malformed frame: a
 // length that points past the frame, an IPv4 header whose checksum is
-// wrong, a fragment. The UDP checksum is not checked: over veth the
-// sender's kernel leaves it to an offload that never happens, and erpc's
-// protocol does not rely on it.
+// wrong, a fragment, a wrong UDP checksum (or none over IPv6).
 func parseFrame(frame []byte) (from, to netip.AddrPort, payload []byte, ok bool) {
 	if len(frame) < ethHeader {
 		return from, to, nil, false
@@ -36,6 +34,7 @@ func parseFrame(frame []byte) (from, to netip.AddrPort, payload []byte, ok bool)
 	ip := frame[ethHeader:]
 	var udp []byte
 	var src, dst netip.Addr
+	var addrs []byte // source and destination, for the UDP pseudo header
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case 0x0800:
 		if len(ip) < ip4Header || ip[0]>>4 != 4 {
@@ -48,7 +47,7 @@ func parseFrame(frame []byte) (from, to netip.AddrPort, payload []byte, ok bool)
 			return from, to, nil, false
 		}
 		src, dst = netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
-		udp = ip[ihl:total]
+		udp, addrs = ip[ihl:total], ip[12:20]
 	case 0x86dd:
 		if len(ip) < ip6Header || ip[0]>>4 != 6 || ip[6] != 17 {
 			return from, to, nil, false
@@ -58,7 +57,7 @@ func parseFrame(frame []byte) (from, to netip.AddrPort, payload []byte, ok bool)
 			return from, to, nil, false
 		}
 		src, dst = netip.AddrFrom16([16]byte(ip[8:24])), netip.AddrFrom16([16]byte(ip[24:40]))
-		udp = ip[ip6Header : ip6Header+plen]
+		udp, addrs = ip[ip6Header:ip6Header+plen], ip[8:40]
 	default:
 		return from, to, nil, false
 	}
@@ -68,6 +67,16 @@ func parseFrame(frame []byte) (from, to netip.AddrPort, payload []byte, ok bool)
 	ulen := int(binary.BigEndian.Uint16(udp[4:]))
 	if ulen < udpHeader || ulen > len(udp) {
 		return from, to, nil, false
+	}
+	// The UDP checksum, as the kernel checks it: optional over IPv4 (0 is
+	// none), mandatory over IPv6. A field that holds the pseudo header's
+	// sum alone is a checksum left to an offload (a kernel sender over
+	// veth, CHECKSUM_PARTIAL, which its kernel trusts): taken as it is.
+	if c := binary.BigEndian.Uint16(udp[6:]); c != 0 || src.Is6() {
+		pseudo := sum(addrs, 17+uint64(ulen))
+		if c == 0 || c != ^checksum(nil, pseudo) && checksum(udp[:ulen], pseudo) != 0 {
+			return from, to, nil, false
+		}
 	}
 	from = netip.AddrPortFrom(src, binary.BigEndian.Uint16(udp[0:]))
 	to = netip.AddrPortFrom(dst, binary.BigEndian.Uint16(udp[2:]))

@@ -33,7 +33,7 @@ func listen(ifname string, addr netip.AddrPort, opts Options) (transport.Transpo
 	if err != nil {
 		return nil, err
 	}
-	t := &Transport{ifindex: ifc.Index, efd: -1, probe: -1, kernel: -1, neigh: map[netip.Addr]neighEntry{}}
+	t := &Transport{ifindex: ifc.Index, efd: -1, probe: -1, kernel: -1, neigh: map[netip.Addr]neighEntry{}, released: make(chan struct{})}
 	copy(t.link.src[:], ifc.HardwareAddr)
 	if err := t.open(ifc, local, opts); err != nil {
 		t.teardown()
@@ -43,15 +43,20 @@ func listen(ifname string, addr netip.AddrPort, opts Options) (transport.Transpo
 }
 
 // open reserves the port with a kernel socket (which also picks one for
-// port 0, and is how the kernel is made to resolve a peer's MAC), attaches
-// the program and opens a socket per receive queue.
+// port 0, and carries the datagrams to a peer whose MAC the kernel is
+// resolving), attaches the program, opens a socket per receive queue and
+// starts the resolver.
 func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options) error {
 	var err error
 	if t.kernel, t.local, err = openKernelSocket(local); err != nil {
 		return err
 	}
-	t.kernelBuf = make([]byte, 1<<16)
-	t.maxDatagram = min(ifc.MTU, frameSize-unix.XDP_PACKET_HEADROOM-ethHeader) - (headerLen(local.Addr()) - ethHeader)
+	t.kernelBuf, t.kernelOut = make([]byte, 1<<16), make([]byte, 1<<16)
+	t.maxDatagram.Store(int32(maxDatagramFor(ifc.MTU, local.Addr())))
+	t.safeDatagram = maxDatagramFor(1280, local.Addr())
+	if t.ifr, err = unix.NewIfreq(ifc.Name); err != nil {
+		return fmt.Errorf("xdp: %w", err)
+	}
 	if t.nl, err = openRtnl(); err != nil {
 		return fmt.Errorf("xdp: %w", err)
 	}
@@ -69,14 +74,19 @@ func (t *Transport) open(ifc *net.Interface, local netip.AddrPort, opts Options)
 	if t.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
 		return fmt.Errorf("xdp: eventfd: %w", err)
 	}
-	if t.prog, err = attach(t.ifindex, queues, t.local, opts.AttachMode); err != nil {
+	t.res = newResolver(t.nl, t.ifindex, t.probe, t.signal)
+	go t.res.run()
+	if t.prog, err = attach(t.ifindex, queues, t.link.src, t.local, opts.AttachMode); err != nil {
 		return fmt.Errorf("%w (interface %s)", err, ifc.Name)
 	}
 	for q := range queues {
 		x, err := openXSK(t.ifindex, q, opts.CopyOnly)
-		if q > 0 && errors.Is(err, unix.EINVAL) {
+		if q > 0 && err != nil {
 			// IFLA_NUM_RX_QUEUES counts the queues allocated, and veth
 			// allocates one per CPU but uses one: the rest refuse a bind.
+			// A queue without a socket (this one, or one the memlock limit
+			// has no room for) passes its frames to the kernel socket:
+			// slower, not lost.
 			break
 		}
 		if err != nil {
@@ -124,8 +134,10 @@ func localAddr(ifc *net.Interface, addr netip.AddrPort) (netip.AddrPort, error) 
 }
 
 // checkCaps fails with ErrPermission unless the process is root or has
-// CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN, which older kernels want
-// instead of CAP_BPF).
+// CAP_NET_ADMIN (to attach the program), CAP_BPF (or CAP_SYS_ADMIN, which
+// kernels before 5.8 want instead) to load it, and CAP_NET_RAW (for
+// AF_XDP sockets); the error names what is missing. Without CAP_IPC_LOCK
+// the UMEM counts against RLIMIT_MEMLOCK: see raiseMemlock.
 func checkCaps() error {
 	if os.Geteuid() == 0 {
 		return nil
@@ -140,13 +152,32 @@ func checkCaps() error {
 			if err != nil {
 				return nil
 			}
-			const netAdmin, sysAdmin, bpf = 1 << 12, 1 << 21, 1 << 39
-			if caps&netAdmin == 0 || caps&(bpf|sysAdmin) == 0 {
-				return fmt.Errorf("%w (uid %d, effective capabilities %#x)", ErrPermission, os.Geteuid(), caps)
+			const netAdmin, netRaw, sysAdmin, bpf = 1 << 12, 1 << 13, 1 << 21, 1 << 39
+			var missing []string
+			if caps&netAdmin == 0 {
+				missing = append(missing, "CAP_NET_ADMIN")
+			}
+			if caps&(bpf|sysAdmin) == 0 {
+				missing = append(missing, "CAP_BPF")
+			}
+			if caps&netRaw == 0 {
+				missing = append(missing, "CAP_NET_RAW")
+			}
+			if len(missing) > 0 {
+				return fmt.Errorf("%w: missing %s (uid %d, effective capabilities %#x)", ErrPermission, strings.Join(missing, ", "), os.Geteuid(), caps)
 			}
 		}
 	}
 	return nil
+}
+
+// memlockError is the error of a UMEM registration the memlock limit has
+// no room for (ENOBUFS): it names the limit and what lifts it.
+func memlockError(err error) error {
+	var lim unix.Rlimit
+	unix.Getrlimit(unix.RLIMIT_MEMLOCK, &lim)
+	return fmt.Errorf("%w (%w): a UMEM of %d MiB does not fit RLIMIT_MEMLOCK (%d KiB); raise it (ulimit -l) or grant CAP_IPC_LOCK: %w",
+		ErrMemlock, ErrPermission, numFrames*frameSize>>20, lim.Cur>>10, err)
 }
 
 // classify adds the sentinel that says why a system call failed, when it

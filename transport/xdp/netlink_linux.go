@@ -6,18 +6,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // rtnl is a NETLINK_ROUTE socket opened in the namespace Listen ran in,
-// so that the event loop, on whatever thread, reads that namespace's
-// routes and neighbours.
+// so that the resolver, on whatever thread, reads that namespace's routes
+// and neighbours. Its requests and replies use buffers of its own and raw
+// system calls: a periodic refresh allocates nothing.
 type rtnl struct {
 	fd  int
 	seq uint32
+	req [128]byte
 	buf []byte
 }
 
@@ -35,12 +36,71 @@ func openRtnl() (*rtnl, error) {
 
 func (r *rtnl) close() { unix.Close(r.fd) }
 
+// request starts a message of typ and flags with a type header of hdr
+// bytes (zeroed) in r.req, and returns the header's bytes.
+func (r *rtnl) request(typ, flags uint16, hdr int) []byte {
+	r.seq++
+	clear(r.req[:])
+	binary.NativeEndian.PutUint32(r.req[0:], uint32(unix.SizeofNlMsghdr+hdr))
+	binary.NativeEndian.PutUint16(r.req[4:], typ)
+	binary.NativeEndian.PutUint16(r.req[6:], flags)
+	binary.NativeEndian.PutUint32(r.req[8:], r.seq)
+	return r.req[unix.SizeofNlMsghdr : unix.SizeofNlMsghdr+hdr]
+}
+
+// addAttr appends a route attribute to the message in r.req.
+func (r *rtnl) addAttr(typ uint16, val []byte) {
+	n := int(binary.NativeEndian.Uint32(r.req[0:]))
+	l := 4 + len(val)
+	binary.NativeEndian.PutUint16(r.req[n:], uint16(l))
+	binary.NativeEndian.PutUint16(r.req[n+2:], typ)
+	copy(r.req[n+4:], val)
+	binary.NativeEndian.PutUint32(r.req[0:], uint32(n+(l+3)&^3))
+}
+
+// exchange sends the message in r.req to the kernel and passes each
+// message of the answer to fn, until the dump ends or the kernel acks.
+func (r *rtnl) exchange(fn func(typ uint16, body []byte)) error {
+	n := binary.NativeEndian.Uint32(r.req[0:])
+	if _, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(r.fd), uintptr(unsafe.Pointer(&r.req[0])), uintptr(n), 0, 0, 0); e != 0 {
+		return fmt.Errorf("netlink send: %w", e)
+	}
+	for {
+		m, _, e := unix.Syscall6(unix.SYS_RECVFROM, uintptr(r.fd), uintptr(unsafe.Pointer(&r.buf[0])), uintptr(len(r.buf)), 0, 0, 0)
+		if e != 0 {
+			return fmt.Errorf("netlink receive: %w", e)
+		}
+		for b := r.buf[:m]; len(b) >= unix.SizeofNlMsghdr; {
+			l := int(binary.NativeEndian.Uint32(b[0:]))
+			if l < unix.SizeofNlMsghdr || l > len(b) {
+				return fmt.Errorf("netlink: a message of %d bytes in %d", l, len(b))
+			}
+			typ, seq, body := binary.NativeEndian.Uint16(b[4:]), binary.NativeEndian.Uint32(b[8:]), b[unix.SizeofNlMsghdr:l]
+			b = b[min((l+3)&^3, len(b)):]
+			if seq != r.seq {
+				continue
+			}
+			switch typ {
+			case unix.NLMSG_DONE:
+				return nil
+			case unix.NLMSG_ERROR:
+				if len(body) >= 4 {
+					if e := int32(binary.NativeEndian.Uint32(body)); e != 0 {
+						return fmt.Errorf("netlink: %w", unix.Errno(-e))
+					}
+				}
+				return nil
+			}
+			fn(typ, body)
+		}
+	}
+}
+
 // dump asks for a dump of typ (RTM_GETLINK, RTM_GETROUTE, RTM_GETNEIGH)
 // of family and passes each message's type and body to fn.
 func (r *rtnl) dump(typ uint16, family uint8, fn func(typ uint16, body []byte)) error {
-	r.seq++
-	// nlmsghdr, then the type's header (ifinfomsg, rtmsg, ndmsg) of which
-	// a dump request sets only the family.
+	// The type's header (ifinfomsg, rtmsg, ndmsg), of which a dump
+	// request sets only the family.
 	hdr := unix.SizeofIfInfomsg
 	switch typ {
 	case unix.RTM_GETROUTE:
@@ -48,42 +108,8 @@ func (r *rtnl) dump(typ uint16, family uint8, fn func(typ uint16, body []byte)) 
 	case unix.RTM_GETNEIGH:
 		hdr = unix.SizeofNdMsg
 	}
-	req := make([]byte, unix.SizeofNlMsghdr+hdr)
-	binary.NativeEndian.PutUint32(req[0:], uint32(len(req)))
-	binary.NativeEndian.PutUint16(req[4:], typ)
-	binary.NativeEndian.PutUint16(req[6:], unix.NLM_F_REQUEST|unix.NLM_F_DUMP)
-	binary.NativeEndian.PutUint32(req[8:], r.seq)
-	req[unix.SizeofNlMsghdr] = family
-	if err := unix.Sendto(r.fd, req, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
-		return fmt.Errorf("netlink send: %w", err)
-	}
-	for {
-		n, _, err := unix.Recvfrom(r.fd, r.buf, 0)
-		if err != nil {
-			return fmt.Errorf("netlink receive: %w", err)
-		}
-		msgs, err := syscall.ParseNetlinkMessage(r.buf[:n])
-		if err != nil {
-			return fmt.Errorf("netlink parse: %w", err)
-		}
-		for _, m := range msgs {
-			if m.Header.Seq != r.seq {
-				continue
-			}
-			switch m.Header.Type {
-			case unix.NLMSG_DONE:
-				return nil
-			case unix.NLMSG_ERROR:
-				if len(m.Data) >= 4 {
-					if e := int32(binary.NativeEndian.Uint32(m.Data)); e != 0 {
-						return fmt.Errorf("netlink: %w", unix.Errno(-e))
-					}
-				}
-				return nil
-			}
-			fn(m.Header.Type, m.Data)
-		}
-	}
+	r.request(typ, unix.NLM_F_REQUEST|unix.NLM_F_DUMP, hdr)[0] = family
+	return r.exchange(fn)
 }
 
 // attrs passes each route attribute in b (after a header of skip bytes)
@@ -176,8 +202,8 @@ func (r *rtnl) nextHop(ifindex int, dst netip.Addr) (netip.Addr, error) {
 }
 
 // neighbour is the MAC the kernel's neighbour table holds for ip on the
-// interface, if it holds a usable one.
-func (r *rtnl) neighbour(ifindex int, ip netip.Addr) (mac [6]byte, ok bool, err error) {
+// interface, if it holds a usable one, and the entry's state (NUD_*).
+func (r *rtnl) neighbour(ifindex int, ip netip.Addr) (mac [6]byte, state uint16, ok bool, err error) {
 	family := uint8(unix.AF_INET6)
 	if ip.Is4() {
 		family = unix.AF_INET
@@ -188,7 +214,7 @@ func (r *rtnl) neighbour(ifindex int, ip netip.Addr) (mac [6]byte, ok bool, err 
 			return
 		}
 		nd := (*unix.NdMsg)(unsafe.Pointer(&body[0]))
-		if int(nd.Ifindex) != ifindex || nd.State&usable == 0 {
+		if int(nd.Ifindex) != ifindex {
 			return
 		}
 		var dst netip.Addr
@@ -201,9 +227,33 @@ func (r *rtnl) neighbour(ifindex int, ip netip.Addr) (mac [6]byte, ok bool, err 
 				ll = v
 			}
 		})
-		if dst == ip && len(ll) == 6 {
+		if dst != ip {
+			return
+		}
+		state = nd.State
+		if nd.State&usable != 0 && len(ll) == 6 {
 			mac, ok = [6]byte(ll), true
 		}
 	})
-	return mac, ok, err
+	return mac, state, ok, err
+}
+
+// setNeighbourState sets the state of the kernel's entry for ip (which
+// holds mac) to state, as "ip neigh change ... nud probe" does: NUD_PROBE
+// has the kernel check with unicast probes that mac still answers, and
+// mark the entry FAILED when it does not.
+func (r *rtnl) setNeighbourState(ifindex int, ip netip.Addr, mac [6]byte, state uint16) error {
+	nd := r.request(unix.RTM_NEWNEIGH, unix.NLM_F_REQUEST|unix.NLM_F_ACK|unix.NLM_F_REPLACE, unix.SizeofNdMsg)
+	m := (*unix.NdMsg)(unsafe.Pointer(&nd[0]))
+	m.Family, m.Ifindex, m.State = unix.AF_INET6, int32(ifindex), state
+	if ip.Is4() {
+		m.Family = unix.AF_INET
+		a := ip.As4()
+		r.addAttr(unix.NDA_DST, a[:])
+	} else {
+		a := ip.As16()
+		r.addAttr(unix.NDA_DST, a[:])
+	}
+	r.addAttr(unix.NDA_LLADDR, mac[:])
+	return r.exchange(func(uint16, []byte) {})
 }

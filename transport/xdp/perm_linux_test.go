@@ -66,7 +66,7 @@ func TestUnprivileged(t *testing.T) {
 		t.Fatalf("as nobody: %v\n%s", err, out)
 	}
 	t.Logf("as nobody:\n%s", out)
-	for _, want := range []string{"needs root, or CAP_NET_ADMIN and CAP_BPF", "AF_XDP unavailable, using UDP", "--- PASS: TestUnprivileged"} {
+	for _, want := range []string{"needs root, or CAP_NET_ADMIN, CAP_BPF and CAP_NET_RAW", "AF_XDP unavailable, using UDP", "--- PASS: TestUnprivileged"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -33,9 +33,18 @@ type Options struct {
 // Why Listen failed; match them with errors.Is. The error itself says
 // more (the system call that failed, the interface, the kernel's words).
 var (
-	// ErrPermission: the process is not root and lacks CAP_NET_ADMIN and
-	// CAP_BPF (CAP_SYS_ADMIN on kernels before 5.8).
-	ErrPermission = errors.New("xdp: needs root, or CAP_NET_ADMIN and CAP_BPF")
+	// ErrPermission: the process is not root and lacks CAP_NET_ADMIN,
+	// CAP_BPF (CAP_SYS_ADMIN on kernels before 5.8) or CAP_NET_RAW, or
+	// the memlock limit is too low (then the error matches ErrMemlock
+	// too). The error names what is missing.
+	ErrPermission = errors.New("xdp: needs root, or CAP_NET_ADMIN, CAP_BPF and CAP_NET_RAW")
+	// ErrMemlock: the UMEM (8 MiB a socket) does not fit RLIMIT_MEMLOCK;
+	// raise the limit or grant CAP_IPC_LOCK.
+	ErrMemlock = errors.New("xdp: RLIMIT_MEMLOCK too low for the UMEM")
+	// ErrInUse: the interface already has an XDP program attached (another
+	// AF_XDP transport, or another program); the error matches
+	// ErrNotAttachable too.
+	ErrInUse = errors.New("xdp: another XDP program is attached to the interface")
 	// ErrNoInterface: no interface of that name, or it has no address
 	// of addr's family.
 	ErrNoInterface = errors.New("xdp: no such interface")
@@ -59,7 +68,9 @@ var (
 //	tr, err := xdp.Listen("eth0", netip.MustParseAddrPort("10.0.0.1:31850"), xdp.Options{})
 //	ep, err := erpc.Listen("", erpc.WithTransport(tr), ...)
 //
-// It needs Linux 5.9 or later and root (or CAP_NET_ADMIN and CAP_BPF).
+// It needs Linux 5.9 or later and root, or CAP_NET_ADMIN, CAP_BPF and
+// CAP_NET_RAW with CAP_IPC_LOCK or an RLIMIT_MEMLOCK with room for the
+// UMEM (8 MiB a receive queue).
 // When it cannot run it fails with an error matching ErrPermission,
 // ErrNoInterface, ErrNotAttachable or ErrKernel, or, with
 // Options.FallbackUDP, returns a UDP transport instead.

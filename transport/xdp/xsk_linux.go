@@ -29,6 +29,7 @@ type xsk struct {
 	umem                  []byte
 	fill, comp, rx, tx    *ring
 	txFree                []uint64 // TX frames not in the TX ring
+	txQueued              uint32   // frames written past the TX ring's producer, not submitted yet
 	zeroCopy, needsWakeup bool
 }
 
@@ -70,6 +71,9 @@ func openXSKMode(ifindex, queue int, mode uint16) (_ *xsk, err error) {
 	}
 	reg := unix.XDPUmemReg{Addr: uint64(uintptr(unsafe.Pointer(&x.umem[0]))), Len: uint64(len(x.umem)), Size: frameSize}
 	if err := setsockopt(fd, unix.XDP_UMEM_REG, unsafe.Pointer(&reg), unsafe.Sizeof(reg)); err != nil {
+		if err == unix.ENOBUFS {
+			return nil, memlockError(fmt.Errorf("XDP_UMEM_REG: %w", err))
+		}
 		return nil, fmt.Errorf("XDP_UMEM_REG: %w", err)
 	}
 	for _, opt := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING, unix.XDP_TX_RING} {
@@ -148,6 +152,39 @@ func (x *xsk) reclaim() {
 		x.txFree = append(x.txFree, *x.comp.addr(c + i)&^(frameSize-1))
 	}
 	x.comp.release(n)
+}
+
+// txFrame takes a free TX frame; when none is free it first has the
+// kernel send what is queued and takes back what it sent.
+func (x *xsk) txFrame() (uint64, bool) {
+	if len(x.txFree) == 0 {
+		if x.txQueued > 0 {
+			x.flushTX()
+		} else {
+			x.kickTX()
+		}
+		if len(x.txFree) == 0 {
+			return 0, false // every frame in flight: as a full NIC queue would
+		}
+	}
+	addr := x.txFree[len(x.txFree)-1]
+	x.txFree = x.txFree[:len(x.txFree)-1]
+	return addr, true
+}
+
+// queueTX writes the descriptor of a built frame after those queued.
+func (x *xsk) queueTX(addr uint64, n int) {
+	*x.tx.desc(*x.tx.producer + x.txQueued) = unix.XDPDesc{Addr: addr, Len: uint32(n)}
+	x.txQueued++
+}
+
+// flushTX submits the queued frames and has the kernel send them.
+func (x *xsk) flushTX() {
+	if x.txQueued > 0 {
+		x.tx.submit(x.txQueued)
+		x.txQueued = 0
+		x.kickTX()
+	}
 }
 
 // kickTX asks the kernel to send what the TX ring holds: in copy mode it
