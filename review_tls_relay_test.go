@@ -35,6 +35,10 @@ type faultRelay struct {
 	counts struct{ lost, dup, reordered, late, lateFromOld, moves int }
 	done   chan struct{}
 	wg     sync.WaitGroup
+	// drop, when set, replaces the random faults: it says whether to drop
+	// a datagram (dir 0 from the client, 1 from the server).
+	drop    func(dir int, b []byte) bool
+	dropped int
 }
 
 func newFaultRelay(t *testing.T, server netip.AddrPort, seed uint64) *faultRelay {
@@ -83,6 +87,13 @@ func (r *faultRelay) move(t *testing.T) {
 
 // fault decides a datagram's fate (under mu) and returns what to send now.
 func (r *faultRelay) fault(dir int, b []byte) [][]byte {
+	if r.drop != nil {
+		if r.drop(dir, b) {
+			r.dropped++
+			return nil
+		}
+		return [][]byte{b}
+	}
 	switch x := r.rng.IntN(100); {
 	case x < 3:
 		r.counts.lost++
@@ -123,7 +134,7 @@ func (r *faultRelay) fromClient() {
 		} else {
 			r.seen[r.rng.IntN(len(r.seen))] = b
 		}
-		if r.rng.IntN(100) == 0 { // a late copy of something old
+		if r.drop == nil && r.rng.IntN(100) == 0 { // a late copy of something old
 			late = r.seen[r.rng.IntN(len(r.seen))]
 			r.counts.late++
 			if len(r.old) > 0 && r.rng.IntN(2) == 0 {
