@@ -47,7 +47,12 @@ import (
 // another host; without either, Server.Listen and Dial fail with
 // InvalidArgument naming both (tls_policy.go). Loopback, mem:// and shm://
 // need neither. The choice is the endpoint's, for all its sessions: on a
-// wildcard, WithTLS makes sessions with loopback peers TLS too.
+// wildcard, WithTLS makes sessions with loopback peers TLS too. The
+// policy applies to udp:// and tcp:// addresses alike; IPv4 link-local
+// addresses (169.254/16) are other hosts, as any non-loopback address.
+//
+// WithTLS and Insecure exclude each other: when both are given, the last
+// one wins (options apply in order).
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) { o.tlsConfig = cfg; o.insecure = false; o.tlsSet = true }
 }
