@@ -74,6 +74,10 @@ type Assoc struct {
 	err       error
 	done      bool // crypto/tls says the handshake is complete
 	confirmed bool // client: the server has our Finished (an Application packet from it opened)
+	// initialGone: a Handshake packet from the peer opened, so the peer
+	// has the Handshake keys and Initial packets (whose keys any observer
+	// derives from the client's first Initial) are no longer accepted.
+	initialGone bool
 	peerClose bool
 	scratch   []byte
 	appOut    [][]byte // Application-level crypto frames to seal and send (a ticket)
@@ -227,6 +231,9 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 	if h.Level == seal.LevelApplication {
 		return ErrNotHandshake
 	}
+	if a.levelGone(h.Level) {
+		return seal.ErrOldKey
+	}
 	o := a.opener[h.Level]
 	if o == nil {
 		return seal.ErrWrongLevel
@@ -236,6 +243,9 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 		return err
 	}
 	a.scratch = plain[:0]
+	if h.Level == seal.LevelHandshake {
+		a.initialGone = true
+	}
 	var f frame
 	if err := f.parse(plain); err != nil {
 		return err
@@ -269,6 +279,22 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 		a.step(a.conn.HandleData(level, ready))
 	}
 	return nil
+}
+
+// levelGone reports whether packets at level are no longer accepted, as
+// QUIC discards a level's keys: Initial once a Handshake packet from the
+// peer opened (anyone who saw the client's first Initial can forge
+// Initial packets, a close among them), and Handshake once the
+// handshake is confirmed (nothing is left to say there). Such packets
+// are dropped unopened.
+func (a *Assoc) levelGone(level seal.Level) bool {
+	switch level {
+	case seal.LevelInitial:
+		return a.initialGone || a.Confirmed()
+	case seal.LevelHandshake:
+		return a.Confirmed()
+	}
+	return false
 }
 
 // step drains crypto/tls's events after Start or HandleData returned err.
