@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
@@ -68,7 +69,11 @@ type tlsAssoc struct {
 }
 
 func newTLSLayer(o *options, maxDatagram int) *tlsLayer {
-	c := o.tlsConfig // checked by options.check
+	log := o.logger
+	c := secure.Guard(o.tlsConfig, func(callback string, p any) { // checked by options.check
+		log.Error(fmt.Sprintf("erpc: the WithTLS config's %s panicked: %v (that handshake fails)\n%s", callback, p, debug.Stack()),
+			"callback", callback, "panic", fmt.Sprint(p))
+	})
 	fto := o.engine.FailureTimeout
 	if fto <= 0 {
 		fto = 2 * time.Second
