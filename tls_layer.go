@@ -62,7 +62,10 @@ type tlsAssoc struct {
 	up         bool
 	down       bool // its engine session ended: forgotten after the linger
 	busy       bool // a goroutine has a (tls_async.go): the loop leaves it alone
-	starting   bool // in tlsLayer.starting
+	ticketing  bool // client: a goroutine stores a session ticket (ReceiveAppCrypto)
+	tickets    [][]byte
+	state      tls.ConnectionState // once up
+	starting   bool                // in tlsLayer.starting
 	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
 	recvGen    uint64
@@ -114,12 +117,10 @@ func (l *tlsLayer) dial(now proto.Time, s *Session) (uint64, error) {
 		c.TLS.ServerName = targetHost(s.target)
 		cfg = &c
 	}
-	a, err := secure.NewClient(cfg, id, initial)
-	if err != nil {
-		return 0, err
-	}
-	a.TakeOutput() // the flight goes out when the engine sends its connect
-	t := &tlsAssoc{a: a, addr: s.addr, sess: s, lastActive: now}
+	// Start writes the ClientHello, calling the config's
+	// ClientSessionCache: off the loop (tlsStartClient); the engine's
+	// connect is held meanwhile, and the flight goes when Start is done.
+	t := &tlsAssoc{a: secure.PrepareClient(cfg, id, initial), addr: s.addr, sess: s, lastActive: now}
 	l.byID[id] = t
 	l.dialing[initial] = t
 	return id, nil
@@ -160,7 +161,7 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		l.opened = inner[:0]
 		t.lastActive = now
 		if len(inner) > 0 && inner[0] == secure.AppCryptoMarker {
-			_ = t.a.ReceiveAppCrypto(inner) // a session ticket
+			ep.tlsTicket(t, inner) // a session ticket: off the loop
 			return
 		}
 		ep.eng.ReceiveTagged(now, from, inner, t.a.LocalID)
@@ -231,10 +232,14 @@ func (ep *Endpoint) tlsProgress(now proto.Time, t *tlsAssoc) {
 		}
 	case !t.up && t.a.Established():
 		t.up = true
+		// Kept: crypto/tls's ConnectionState takes a lock a ticket's
+		// storing holds (tlsTicket), around the user's cache.
+		t.state = t.a.ConnectionState()
 		l.stats.handshakes++
 		if t.sess == nil {
 			l.handshakes--
-			t.a.SendTicket() // for resumption: best effort, sent once
+			// Its session ticket, written off the loop by the step that
+			// established it (WrapSession is the user's code).
 			for _, p := range t.a.TakeAppCrypto() {
 				ep.extra = append(ep.extra, transport.Message{To: t.addr, Head: t.a.SealApp(nil, p)})
 			}
@@ -309,7 +314,7 @@ func (l *tlsLayer) sweep(now proto.Time, force bool) {
 	}
 	l.nextSweep = now.Add(time.Second)
 	for id, t := range l.byID {
-		if t.busy {
+		if t.offLoop() {
 			continue
 		}
 		age := now.Sub(t.lastActive)
@@ -376,9 +381,9 @@ func (ep *Endpoint) tlsStateOf(tag uint64) *tls.ConnectionState {
 		return nil
 	}
 	t := ep.sec.byID[tag]
-	if t == nil || !t.a.Established() {
+	if t == nil || !t.up || t.failed {
 		return nil
 	}
-	st := t.a.ConnectionState()
+	st := t.state
 	return &st
 }
