@@ -24,21 +24,23 @@ import (
 // tagged with the association's ID; the engine's packets are sealed by
 // the association their tag names. The loop owns it.
 type tlsLayer struct {
-	cfg        secure.Config
-	byID       map[uint64]*tlsAssoc // every association, by our ID
-	byInitial  map[uint64]*tlsAssoc // server: by the client's chosen Initial ID
-	dialing    map[uint64]*tlsAssoc // client: by our chosen Initial ID (for a plaintext server's refusal)
-	opened     []byte               // scratch: an opened packet
-	arena      []byte               // the sealed packets of one flush
-	handshakes int                  // server associations not yet established
-	starting   []*tlsAssoc          // associations with handshake packets to step on after this batch
-	nextSweep  proto.Time
-	limits     tlsLimits
-	stats      tlsStats
+	cfg         secure.Config
+	byID        map[uint64]*tlsAssoc // every association, by our ID
+	byInitial   map[uint64]*tlsAssoc // server: by the client's chosen Initial ID
+	dialing     map[uint64]*tlsAssoc // client: by our chosen Initial ID (for a plaintext server's refusal)
+	opened      []byte               // scratch: an opened packet
+	arena       []byte               // the sealed packets of one flush
+	handshakes  int                  // server associations not yet established
+	sessionless int                  // server associations established, without an engine session yet (tls_admit.go)
+	starting    []*tlsAssoc          // associations with handshake packets to step on after this batch
+	nextSweep   proto.Time
+	limits      tlsLimits
+	stats       tlsStats
 }
 
 type tlsLimits struct {
 	handshake, idle, linger time.Duration
+	sessionless             time.Duration // an established server association without an engine session
 }
 
 // maxHandshakes bounds the server associations still handshaking: past
@@ -65,6 +67,10 @@ type tlsAssoc struct {
 	ticketing  bool // client: a goroutine stores a session ticket (ReceiveAppCrypto)
 	tickets    [][]byte
 	state      tls.ConnectionState // once up
+	hasSession bool                // server: its client opened an engine session
+	unsent     [][]byte            // server: handshake datagrams over the unvalidated address's budget
+	sentBytes  uint64              // server: sent to the client before its address was validated
+	rcvdBytes  uint64              // server: received from the client (handshake levels)
 	starting   bool                // in tlsLayer.starting
 	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
@@ -90,7 +96,7 @@ func newTLSLayer(o *options, maxDatagram int) *tlsLayer {
 		byID:      make(map[uint64]*tlsAssoc),
 		byInitial: make(map[uint64]*tlsAssoc),
 		dialing:   make(map[uint64]*tlsAssoc),
-		limits:    tlsLimits{handshake: 4 * fto, idle: 2 * idle, linger: fto},
+		limits:    tlsLimits{handshake: 4 * fto, idle: 2 * idle, linger: fto, sessionless: 2 * fto},
 	}
 }
 
@@ -140,14 +146,18 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 	}
 	t := l.byID[h.DestID]
 	if t == nil && h.Level == seal.LevelInitial && ep.handlers != nil {
-		if t = l.byInitial[h.DestID]; t == nil {
+		if t = l.byInitial[h.DestID]; t == nil && l.admitInitial(data) {
 			t = ep.tlsAccept(now, h.DestID)
+		}
+		if t == nil {
+			return // counted by admitInitial, or no slot
 		}
 	}
 	if t == nil {
 		l.stats.unknown++
 		return
 	}
+	t.noteReceived(data, h.Level)
 	if t.busy || t.starting { // a handshake step runs, or will, off the loop: after it
 		t.queue(from, data)
 		return
@@ -217,9 +227,7 @@ func (ep *Endpoint) tlsAccept(now proto.Time, initial uint64) *tlsAssoc {
 // sends the connect it held.
 func (ep *Endpoint) tlsProgress(now proto.Time, t *tlsAssoc) {
 	l := ep.sec
-	for _, d := range t.a.TakeOutput() {
-		ep.extra = append(ep.extra, transport.Message{To: t.addr, Head: d})
-	}
+	ep.tlsSendHandshake(t, t.a.TakeOutput())
 	switch {
 	case t.failed:
 	case t.a.Err() != nil:
@@ -238,6 +246,7 @@ func (ep *Endpoint) tlsProgress(now proto.Time, t *tlsAssoc) {
 		l.stats.handshakes++
 		if t.sess == nil {
 			l.handshakes--
+			l.established(t)
 			// Its session ticket, written off the loop by the step that
 			// established it (WrapSession is the user's code).
 			for _, p := range t.a.TakeAppCrypto() {
@@ -318,7 +327,9 @@ func (l *tlsLayer) sweep(now proto.Time, force bool) {
 			continue
 		}
 		age := now.Sub(t.lastActive)
-		if ((t.failed || t.down) && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) || age > l.limits.idle {
+		sessionless := t.sess == nil && t.up && !t.hasSession && !t.down
+		if ((t.failed || t.down) && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) ||
+			(sessionless && age > l.limits.sessionless) || age > l.limits.idle {
 			l.forget(id, t)
 		}
 	}
@@ -330,6 +341,9 @@ func (l *tlsLayer) forget(id uint64, t *tlsAssoc) {
 	delete(l.dialing, t.a.InitialID)
 	if t.sess == nil && !t.up && !t.failed {
 		l.handshakes--
+	}
+	if t.sess == nil && t.up && !t.hasSession {
+		l.sessionless--
 	}
 	t.a.Close()
 }

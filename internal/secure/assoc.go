@@ -298,6 +298,12 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 	return nil
 }
 
+// PeerValidated reports whether a Handshake packet from the peer opened:
+// it has the Handshake keys, so it received our flight at the address
+// it sends from (a server sends an address not yet validated at most a
+// few times what it received from it, as QUIC does).
+func (a *Assoc) PeerValidated() bool { return a.initialGone }
+
 // levelGone reports whether packets at level are no longer accepted, as
 // QUIC discards a level's keys: Initial once a Handshake packet from the
 // peer opened (anyone who saw the client's first Initial can forge
