@@ -34,6 +34,7 @@ type tlsLayer struct {
 	sessionless int                  // server associations established, without an engine session yet (tls_admit.go)
 	starting    []*tlsAssoc          // associations with handshake packets to step on after this batch
 	nextSweep   proto.Time
+	flushes     uint64 // tlsSeal calls: ForceKeyUpdate updates once per flush
 	limits      tlsLimits
 	stats       tlsStats
 }
@@ -71,6 +72,7 @@ type tlsAssoc struct {
 	unsent     [][]byte            // server: handshake datagrams over the unvalidated address's budget
 	sentBytes  uint64              // server: sent to the client before its address was validated
 	rcvdBytes  uint64              // server: received from the client (handshake levels)
+	forcedAt   uint64              // the flush whose ForceKeyUpdate updated it
 	starting   bool                // in tlsLayer.starting
 	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
