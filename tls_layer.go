@@ -152,7 +152,7 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 			t = ep.tlsAccept(now, h.DestID)
 		}
 		if t == nil {
-			return // counted by admitInitial, or no slot
+			return // counted by admitInitial or tlsAccept
 		}
 	}
 	if t == nil {
@@ -211,6 +211,7 @@ func (ep *Endpoint) tlsAccept(now proto.Time, initial uint64) *tlsAssoc {
 	l := ep.sec
 	l.sweep(now, true)
 	if l.handshakes >= maxHandshakes {
+		l.stats.unknown++ // no slot: dropped, as for no association
 		return nil
 	}
 	id := l.newID()
