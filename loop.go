@@ -379,6 +379,9 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 				s.notifyWatch()
 			}
 		case proto.EventSessionAccepted:
+			if ep.sec != nil {
+				ep.sec.sessionUp(ev.SessionTag)
+			}
 			ep.sessionOpened(ev, nil, true)
 			ep.sessionEvent(ev, true, true)
 		case proto.EventSessionDown:

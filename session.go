@@ -116,6 +116,7 @@ func (s *Session) connect(now proto.Time) {
 			s.tlsErr = &Error{Code: Unauthenticated, Msg: "TLS: " + err.Error(), Cause: err}
 		}
 		s.tag = tag
+		s.ep.tlsStartClient(tag) // off the loop: the ClientHello may call the user's session cache
 	}
 	s.sid = s.ep.eng.ConnectTagged(now, s.addr, s.tag)
 	if s.tlsErr != nil {

@@ -55,10 +55,10 @@ type Stats struct {
 	// open is dropped, never answered.
 	TLSHandshakes        uint64 // associations whose handshake completed
 	TLSHandshakeFailures uint64 // handshakes that failed (an untrusted peer, a TLS alert)
-	TLSOpenFailures      uint64 // protected packets that failed to authenticate, or under keys no longer held
+	TLSOpenFailures      uint64 // protected packets that failed to authenticate, or under keys no longer held (an Initial or Handshake packet once its level is given up)
 	TLSReplays           uint64 // protected packets seen already, or older than the replay window
 	TLSPlaintextDropped  uint64 // plaintext erpc packets received on a TLS endpoint
-	TLSUnknownAssoc      uint64 // protected packets for no association of this endpoint
+	TLSUnknownAssoc      uint64 // protected packets for no association of this endpoint (an Initial that is no padded ClientHello start included)
 	TLSKeyUpdates        uint64 // key updates started or followed
 
 	// NacksLastSecond is the server's refusal rate: the NACKs it sent in

@@ -2,7 +2,9 @@ package erpc
 
 import (
 	"bytes"
+	"fmt"
 	"net/netip"
+	"runtime/debug"
 
 	"github.com/erpc-go/erpc/internal/seal"
 )
@@ -64,9 +66,8 @@ func (ep *Endpoint) tlsStepAsync(t *tlsAssoc) {
 	}
 	batch := t.backlog[:n:n]
 	t.backlog = t.backlog[n:]
-	t.busy = true
-	go func() {
-		dropped := make([]error, 0, len(batch))
+	dropped := make([]error, 0, len(batch))
+	ep.tlsOffLoop(t, func() {
 		for _, q := range batch {
 			h, err := seal.ParseHeader(q.data)
 			if err == nil {
@@ -76,11 +77,82 @@ func (ep *Endpoint) tlsStepAsync(t *tlsAssoc) {
 				dropped = append(dropped, err)
 			}
 		}
-		if !ep.enqueue(command{kind: cmdFunc, fn: func() { ep.tlsStepDone(t, dropped, len(batch)) }}) {
+		t.a.SendTicket() // a server just established: its ticket calls WrapSession
+	}, func() { ep.tlsStepDone(t, dropped, len(batch)) })
+}
+
+// tlsStartClient starts a dialing association's handshake off the loop:
+// its ClientHello may call the config's ClientSessionCache.Get. The
+// engine's connect is held meanwhile (tlsSeal), and the flight goes out
+// when the step is done.
+func (ep *Endpoint) tlsStartClient(tag uint64) {
+	if t := ep.sec.byID[tag]; t != nil {
+		ep.tlsOffLoop(t, func() { _ = t.a.Start() }, func() { ep.tlsStepDone(t, nil, 0) })
+	}
+}
+
+// tlsOffLoop runs work with t on a goroutine (t is busy meanwhile: the
+// loop leaves it alone), then done on the loop. A panic in work (erpc's
+// own code: the config's callbacks recover theirs, secure.Guard) fails
+// the handshake rather than the process.
+func (ep *Endpoint) tlsOffLoop(t *tlsAssoc, work, done func()) {
+	t.busy = true
+	go func() {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.a.Fail(fmt.Errorf("internal error in the TLS handshake: %v", p))
+					ep.log.Error(fmt.Sprintf("erpc: TLS handshake step panicked: %v\n%s", p, debug.Stack()))
+				}
+			}()
+			work()
+		}()
+		if !ep.enqueue(command{kind: cmdFunc, fn: done}) {
 			t.a.Close() // the endpoint stopped meanwhile
 		}
 	}()
 }
+
+// maxTickets bounds the session tickets a client association keeps
+// waiting while one is stored; more are dropped (a ticket is an
+// optimisation: the next handshake is then a full one).
+const maxTickets = 4
+
+// tlsTicket stores a session ticket (plain, an opened Application packet)
+// off the loop: crypto/tls calls the config's ClientSessionCache.Put.
+// Unlike a handshake step, the association stays usable meanwhile:
+// ReceiveAppCrypto touches the ticket's state only. One at a time.
+func (ep *Endpoint) tlsTicket(t *tlsAssoc, plain []byte) {
+	if t.ticketing {
+		if len(t.tickets) < maxTickets {
+			t.tickets = append(t.tickets, bytes.Clone(plain))
+		}
+		return
+	}
+	t.ticketing = true
+	plain = bytes.Clone(plain)
+	go func() {
+		func() {
+			defer func() { _ = recover() }() // the cache's panics are recovered by secure.Guard; this is erpc's own
+			_ = t.a.ReceiveAppCrypto(plain)
+		}()
+		if !ep.enqueue(command{kind: cmdFunc, fn: func() { ep.tlsTicketDone(t) }}) {
+			t.a.Close()
+		}
+	}()
+}
+
+func (ep *Endpoint) tlsTicketDone(t *tlsAssoc) {
+	t.ticketing = false
+	if len(t.tickets) > 0 {
+		next := t.tickets[0]
+		t.tickets = t.tickets[1:]
+		ep.tlsTicket(t, next)
+	}
+}
+
+// offLoop reports whether a goroutine works on t: the sweep leaves it.
+func (t *tlsAssoc) offLoop() bool { return t.busy || t.ticketing }
 
 // tlsStepDone acts on a handshake step's outcome (dropped: the packets
 // it dropped, of n), then runs the packets that waited for it.
@@ -118,7 +190,7 @@ func (ep *Endpoint) tlsDrainBacklog(t *tlsAssoc) {
 // running is closed by that step's goroutine.
 func (l *tlsLayer) closeAll() {
 	for id, t := range l.byID {
-		if !t.busy {
+		if !t.offLoop() {
 			l.forget(id, t)
 		}
 	}

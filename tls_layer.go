@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"time"
 
 	"github.com/erpc-go/erpc/internal/proto"
@@ -23,21 +24,24 @@ import (
 // tagged with the association's ID; the engine's packets are sealed by
 // the association their tag names. The loop owns it.
 type tlsLayer struct {
-	cfg        secure.Config
-	byID       map[uint64]*tlsAssoc // every association, by our ID
-	byInitial  map[uint64]*tlsAssoc // server: by the client's chosen Initial ID
-	dialing    map[uint64]*tlsAssoc // client: by our chosen Initial ID (for a plaintext server's refusal)
-	opened     []byte               // scratch: an opened packet
-	arena      []byte               // the sealed packets of one flush
-	handshakes int                  // server associations not yet established
-	starting   []*tlsAssoc          // associations with handshake packets to step on after this batch
-	nextSweep  proto.Time
-	limits     tlsLimits
-	stats      tlsStats
+	cfg         secure.Config
+	byID        map[uint64]*tlsAssoc // every association, by our ID
+	byInitial   map[uint64]*tlsAssoc // server: by the client's chosen Initial ID
+	dialing     map[uint64]*tlsAssoc // client: by our chosen Initial ID (for a plaintext server's refusal)
+	opened      []byte               // scratch: an opened packet
+	arena       []byte               // the sealed packets of one flush
+	handshakes  int                  // server associations not yet established
+	sessionless int                  // server associations established, without an engine session yet (tls_admit.go)
+	starting    []*tlsAssoc          // associations with handshake packets to step on after this batch
+	nextSweep   proto.Time
+	flushes     uint64 // tlsSeal calls: ForceKeyUpdate updates once per flush
+	limits      tlsLimits
+	stats       tlsStats
 }
 
 type tlsLimits struct {
 	handshake, idle, linger time.Duration
+	sessionless             time.Duration // an established server association without an engine session
 }
 
 // maxHandshakes bounds the server associations still handshaking: past
@@ -61,14 +65,26 @@ type tlsAssoc struct {
 	up         bool
 	down       bool // its engine session ended: forgotten after the linger
 	busy       bool // a goroutine has a (tls_async.go): the loop leaves it alone
-	starting   bool // in tlsLayer.starting
+	ticketing  bool // client: a goroutine stores a session ticket (ReceiveAppCrypto)
+	tickets    [][]byte
+	state      tls.ConnectionState // once up
+	hasSession bool                // server: its client opened an engine session
+	unsent     [][]byte            // server: handshake datagrams over the unvalidated address's budget
+	sentBytes  uint64              // server: sent to the client before its address was validated
+	rcvdBytes  uint64              // server: received from the client (handshake levels)
+	forcedAt   uint64              // the flush whose ForceKeyUpdate updated it
+	starting   bool                // in tlsLayer.starting
 	backlog    []queuedPacket
 	sendGen    uint64 // key generations seen, for Stats.TLSKeyUpdates
 	recvGen    uint64
 }
 
 func newTLSLayer(o *options, maxDatagram int) *tlsLayer {
-	c := o.tlsConfig // checked by options.check
+	log := o.logger
+	c := secure.Guard(o.tlsConfig, func(callback string, p any) { // checked by options.check
+		log.Error(fmt.Sprintf("erpc: the WithTLS config's %s panicked: %v (that handshake fails)\n%s", callback, p, debug.Stack()),
+			"callback", callback, "panic", fmt.Sprint(p))
+	})
 	fto := o.engine.FailureTimeout
 	if fto <= 0 {
 		fto = 2 * time.Second
@@ -82,7 +98,7 @@ func newTLSLayer(o *options, maxDatagram int) *tlsLayer {
 		byID:      make(map[uint64]*tlsAssoc),
 		byInitial: make(map[uint64]*tlsAssoc),
 		dialing:   make(map[uint64]*tlsAssoc),
-		limits:    tlsLimits{handshake: 4 * fto, idle: 2 * idle, linger: fto},
+		limits:    tlsLimits{handshake: 4 * fto, idle: 2 * idle, linger: fto, sessionless: 2 * fto},
 	}
 }
 
@@ -109,12 +125,10 @@ func (l *tlsLayer) dial(now proto.Time, s *Session) (uint64, error) {
 		c.TLS.ServerName = targetHost(s.target)
 		cfg = &c
 	}
-	a, err := secure.NewClient(cfg, id, initial)
-	if err != nil {
-		return 0, err
-	}
-	a.TakeOutput() // the flight goes out when the engine sends its connect
-	t := &tlsAssoc{a: a, addr: s.addr, sess: s, lastActive: now}
+	// Start writes the ClientHello, calling the config's
+	// ClientSessionCache: off the loop (tlsStartClient); the engine's
+	// connect is held meanwhile, and the flight goes when Start is done.
+	t := &tlsAssoc{a: secure.PrepareClient(cfg, id, initial), addr: s.addr, sess: s, lastActive: now}
 	l.byID[id] = t
 	l.dialing[initial] = t
 	return id, nil
@@ -134,14 +148,18 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 	}
 	t := l.byID[h.DestID]
 	if t == nil && h.Level == seal.LevelInitial && ep.handlers != nil {
-		if t = l.byInitial[h.DestID]; t == nil {
+		if t = l.byInitial[h.DestID]; t == nil && l.admitInitial(data) {
 			t = ep.tlsAccept(now, h.DestID)
+		}
+		if t == nil {
+			return // counted by admitInitial or tlsAccept
 		}
 	}
 	if t == nil {
 		l.stats.unknown++
 		return
 	}
+	t.noteReceived(data, h.Level)
 	if t.busy || t.starting { // a handshake step runs, or will, off the loop: after it
 		t.queue(from, data)
 		return
@@ -155,7 +173,7 @@ func (ep *Endpoint) tlsReceive(from netip.AddrPort, data []byte) {
 		l.opened = inner[:0]
 		t.lastActive = now
 		if len(inner) > 0 && inner[0] == secure.AppCryptoMarker {
-			_ = t.a.ReceiveAppCrypto(inner) // a session ticket
+			ep.tlsTicket(t, inner) // a session ticket: off the loop
 			return
 		}
 		ep.eng.ReceiveTagged(now, from, inner, t.a.LocalID)
@@ -193,6 +211,7 @@ func (ep *Endpoint) tlsAccept(now proto.Time, initial uint64) *tlsAssoc {
 	l := ep.sec
 	l.sweep(now, true)
 	if l.handshakes >= maxHandshakes {
+		l.stats.unknown++ // no slot: dropped, as for no association
 		return nil
 	}
 	id := l.newID()
@@ -211,9 +230,7 @@ func (ep *Endpoint) tlsAccept(now proto.Time, initial uint64) *tlsAssoc {
 // sends the connect it held.
 func (ep *Endpoint) tlsProgress(now proto.Time, t *tlsAssoc) {
 	l := ep.sec
-	for _, d := range t.a.TakeOutput() {
-		ep.extra = append(ep.extra, transport.Message{To: t.addr, Head: d})
-	}
+	ep.tlsSendHandshake(t, t.a.TakeOutput())
 	switch {
 	case t.failed:
 	case t.a.Err() != nil:
@@ -226,10 +243,15 @@ func (ep *Endpoint) tlsProgress(now proto.Time, t *tlsAssoc) {
 		}
 	case !t.up && t.a.Established():
 		t.up = true
+		// Kept: crypto/tls's ConnectionState takes a lock a ticket's
+		// storing holds (tlsTicket), around the user's cache.
+		t.state = t.a.ConnectionState()
 		l.stats.handshakes++
 		if t.sess == nil {
 			l.handshakes--
-			t.a.SendTicket() // for resumption: best effort, sent once
+			l.established(t)
+			// Its session ticket, written off the loop by the step that
+			// established it (WrapSession is the user's code).
 			for _, p := range t.a.TakeAppCrypto() {
 				ep.extra = append(ep.extra, transport.Message{To: t.addr, Head: t.a.SealApp(nil, p)})
 			}
@@ -304,11 +326,13 @@ func (l *tlsLayer) sweep(now proto.Time, force bool) {
 	}
 	l.nextSweep = now.Add(time.Second)
 	for id, t := range l.byID {
-		if t.busy {
+		if t.offLoop() {
 			continue
 		}
 		age := now.Sub(t.lastActive)
-		if ((t.failed || t.down) && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) || age > l.limits.idle {
+		sessionless := t.sess == nil && t.up && !t.hasSession && !t.down
+		if ((t.failed || t.down) && age > l.limits.linger) || (!t.up && !t.failed && age > l.limits.handshake) ||
+			(sessionless && age > l.limits.sessionless) || age > l.limits.idle {
 			l.forget(id, t)
 		}
 	}
@@ -320,6 +344,9 @@ func (l *tlsLayer) forget(id uint64, t *tlsAssoc) {
 	delete(l.dialing, t.a.InitialID)
 	if t.sess == nil && !t.up && !t.failed {
 		l.handshakes--
+	}
+	if t.sess == nil && t.up && !t.hasSession {
+		l.sessionless--
 	}
 	t.a.Close()
 }
@@ -371,9 +398,9 @@ func (ep *Endpoint) tlsStateOf(tag uint64) *tls.ConnectionState {
 		return nil
 	}
 	t := ep.sec.byID[tag]
-	if t == nil || !t.a.Established() {
+	if t == nil || !t.up || t.failed {
 		return nil
 	}
-	st := t.a.ConnectionState()
+	st := t.state
 	return &st
 }

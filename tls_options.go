@@ -41,13 +41,29 @@ import (
 // handshake to a server that sent a ticket resumes (the server sends one
 // per session unless SessionTicketsDisabled). 0-RTT is not supported.
 //
+// cfg's callbacks (VerifyPeerCertificate, VerifyConnection,
+// GetCertificate, GetClientCertificate, GetConfigForClient, WrapSession,
+// UnwrapSession, the ClientSessionCache) run off the event loop: one that
+// blocks delays its own handshake, or the storing of its ticket, and no
+// other session. One that panics fails its handshake, and is logged with
+// the endpoint's logger; the endpoint runs on (a dial whose own callback
+// panicked fails with Unauthenticated naming the panic; its peer is told
+// with a TLS alert). Under floods a server keeps bounded state and answers an address
+// it has not validated with at most three times what it received (README,
+// Security).
+//
 // WithTLS or Insecure is required to serve on an address other hosts can
 // reach (a wildcard, "0.0.0.0:p", "[::]:p" or ":p", an interface's
 // address, or a name with such an address) and to dial an address of
 // another host; without either, Server.Listen and Dial fail with
 // InvalidArgument naming both (tls_policy.go). Loopback, mem:// and shm://
 // need neither. The choice is the endpoint's, for all its sessions: on a
-// wildcard, WithTLS makes sessions with loopback peers TLS too.
+// wildcard, WithTLS makes sessions with loopback peers TLS too. The
+// policy applies to udp:// and tcp:// addresses alike; IPv4 link-local
+// addresses (169.254/16) are other hosts, as any non-loopback address.
+//
+// WithTLS and Insecure exclude each other: when both are given, the last
+// one wins (options apply in order).
 func WithTLS(cfg *tls.Config) Option {
 	return func(o *options) { o.tlsConfig = cfg; o.insecure = false; o.tlsSet = true }
 }

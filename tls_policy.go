@@ -10,8 +10,8 @@ import (
 )
 
 // The plaintext policy (issue 30): a session that could leave the host is
-// never plaintext by accident. A UDP endpoint that serves on an address
-// other hosts can reach, and a dial to an address of another host, need
+// never plaintext by accident. A UDP or TCP endpoint that serves on an
+// address other hosts can reach, and a dial to an address of another host, need
 // WithTLS or Insecure; mem://, shm:// and loopback need neither, since
 // their packets never leave the host. The refusal is InvalidArgument, not
 // FailedPrecondition: it follows from the call's arguments alone (the
@@ -32,7 +32,7 @@ func checkServePolicy(addr string, srv *Server, o *options) *Error {
 		return nil
 	}
 	scheme, rest := splitTarget(addr)
-	if scheme != "udp" {
+	if scheme != "udp" && scheme != "tcp" {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(rest)
@@ -55,18 +55,21 @@ func checkServePolicy(addr string, srv *Server, o *options) *Error {
 // resolved): every address must be loopback unless the endpoint has
 // WithTLS or Insecure.
 func (ep *Endpoint) checkDialPolicy(target string, addrs []netip.AddrPort) *Error {
-	if ep.scheme != "udp" || ep.opts.tlsConfig != nil || ep.opts.insecure {
+	if (ep.scheme != "udp" && ep.scheme != "tcp") || ep.opts.tlsConfig != nil || ep.opts.insecure {
 		return nil
 	}
 	for _, a := range addrs {
-		if ip := a.Addr().Unmap(); !ip.IsLoopback() && !ip.IsLinkLocalUnicast() { // link-local: refused anyway, as not supported
+		// IPv4 link-local (169.254/16) is another host on the link, as any
+		// non-loopback address is; only IPv6 link-local UDP is refused
+		// elsewhere (unsendable), and it is refused here too, plaintext.
+		if ip := a.Addr().Unmap(); !ip.IsLoopback() {
 			return plaintextError(fmt.Sprintf("dial %q", target), fmt.Sprintf("%v is not a loopback address", a.Addr()))
 		}
 	}
 	return nil
 }
 
-// hostStaysLocal says whether a UDP host to listen on reaches this host
+// hostStaysLocal says whether a UDP or TCP host to listen on reaches this host
 // only: "localhost", a loopback address, or a name whose addresses are
 // all loopback (looked up with r, WithResolver's; nil is
 // net.DefaultResolver). The wildcard ("", "0.0.0.0", "::") does not. A name that

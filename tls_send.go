@@ -16,6 +16,7 @@ import (
 func (ep *Endpoint) tlsSeal(now proto.Time, pkts []proto.Packet, msgs []transport.Message) []transport.Message {
 	l := ep.sec
 	l.sweep(now, false)
+	l.flushes++
 	need := 0
 	for i := range pkts {
 		need += pkts[i].Len() + seal.Overhead
@@ -50,7 +51,8 @@ func (ep *Endpoint) tlsSeal(now proto.Time, pkts []proto.Packet, msgs []transpor
 			t.a.Resend() // our Finished, until the server proves it has it
 			ep.tlsProgress(now, t)
 		}
-		if ep.tlsForceUpdate {
+		if ep.tlsForceUpdate && t.forcedAt != l.flushes { // once per association, not per packet
+			t.forcedAt = l.flushes
 			t.a.UpdateKey()
 		}
 		start := len(arena)

@@ -74,11 +74,16 @@ type Assoc struct {
 	err       error
 	done      bool // crypto/tls says the handshake is complete
 	confirmed bool // client: the server has our Finished (an Application packet from it opened)
-	peerClose bool
-	scratch   []byte
-	appOut    [][]byte // Application-level crypto frames to seal and send (a ticket)
-	appOff    uint32
-	appRx     stream
+	// initialGone: a Handshake packet from the peer opened, so the peer
+	// has the Handshake keys and Initial packets (whose keys any observer
+	// derives from the client's first Initial) are no longer accepted.
+	initialGone bool
+	ticketSent  bool
+	peerClose   bool
+	scratch     []byte
+	appOut      [][]byte // Application-level crypto frames to seal and send (a ticket)
+	appOff      uint32
+	appRx       stream
 }
 
 // AppCryptoMarker starts the plaintext of an Application-level packet
@@ -87,11 +92,13 @@ type Assoc struct {
 const AppCryptoMarker = 0xC1
 
 // SendTicket has a server's crypto/tls write a session ticket (no 0-RTT),
-// if its config allows tickets; TakeAppCrypto then has the packets.
+// once, if its config allows tickets; TakeAppCrypto then has the packets.
+// It calls the config's WrapSession (the user's code, which may block).
 func (a *Assoc) SendTicket() {
-	if a.client || !a.Established() || a.cfg.TLS.SessionTicketsDisabled {
+	if a.client || !a.Established() || a.cfg.TLS.SessionTicketsDisabled || a.ticketSent {
 		return
 	}
+	a.ticketSent = true
 	if err := a.conn.SendSessionTicket(tls.QUICSessionTicketOptions{}); err != nil {
 		return // no ticket: the next handshake is a full one
 	}
@@ -113,8 +120,10 @@ func (a *Assoc) TakeAppCrypto() [][]byte {
 
 // ReceiveAppCrypto takes the plaintext of an opened Application packet
 // that starts with AppCryptoMarker: a client's session ticket, which
-// crypto/tls stores in the config's ClientSessionCache. A malformed one
-// is dropped.
+// crypto/tls stores in the config's ClientSessionCache (the user's code,
+// which may block). A malformed one is dropped. It touches only the
+// ticket's state, so it may run beside SealApp and OpenApp, one call at
+// a time.
 func (a *Assoc) ReceiveAppCrypto(plain []byte) error {
 	var f frame
 	if len(plain) < 1 || f.parse(plain[1:]) != nil || f.kind != frameCrypto || !a.client {
@@ -142,10 +151,22 @@ type pending struct {
 // NewClient starts a client association: its first flight (the
 // ClientHello) is ready in TakeOutput.
 func NewClient(cfg *Config, localID, initialID uint64) (*Assoc, error) {
+	a := PrepareClient(cfg, localID, initialID)
+	return a, a.Start()
+}
+
+// PrepareClient is a client association not started yet: Start writes
+// its ClientHello, which calls the config's ClientSessionCache (the
+// user's code, which may block), so an event loop runs it elsewhere.
+func PrepareClient(cfg *Config, localID, initialID uint64) *Assoc {
 	a := &Assoc{LocalID: localID, InitialID: initialID, client: true, cfg: cfg}
 	a.conn = tls.QUICClient(&tls.QUICConfig{TLSConfig: cfg.TLS})
-	return a, a.start()
+	return a
 }
+
+// Start starts a PrepareClient association; its first flight is then in
+// TakeOutput, or its failure in Err.
+func (a *Assoc) Start() error { return a.start() }
 
 // NewServer starts a server association for a client whose first
 // Initial packet named initialID.
@@ -227,6 +248,9 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 	if h.Level == seal.LevelApplication {
 		return ErrNotHandshake
 	}
+	if a.levelGone(h.Level) {
+		return seal.ErrOldKey
+	}
 	o := a.opener[h.Level]
 	if o == nil {
 		return seal.ErrWrongLevel
@@ -236,6 +260,9 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 		return err
 	}
 	a.scratch = plain[:0]
+	if h.Level == seal.LevelHandshake {
+		a.initialGone = true
+	}
 	var f frame
 	if err := f.parse(plain); err != nil {
 		return err
@@ -269,6 +296,28 @@ func (a *Assoc) Receive(h *seal.Header, pkt []byte) error {
 		a.step(a.conn.HandleData(level, ready))
 	}
 	return nil
+}
+
+// PeerValidated reports whether a Handshake packet from the peer opened:
+// it has the Handshake keys, so it received our flight at the address
+// it sends from (a server sends an address not yet validated at most a
+// few times what it received from it, as QUIC does).
+func (a *Assoc) PeerValidated() bool { return a.initialGone }
+
+// levelGone reports whether packets at level are no longer accepted, as
+// QUIC discards a level's keys: Initial once a Handshake packet from the
+// peer opened (anyone who saw the client's first Initial can forge
+// Initial packets, a close among them), and Handshake once the
+// handshake is confirmed (nothing is left to say there). Such packets
+// are dropped unopened.
+func (a *Assoc) levelGone(level seal.Level) bool {
+	switch level {
+	case seal.LevelInitial:
+		return a.initialGone || a.Confirmed()
+	case seal.LevelHandshake:
+		return a.Confirmed()
+	}
+	return false
 }
 
 // step drains crypto/tls's events after Start or HandleData returned err.

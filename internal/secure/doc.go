@@ -31,6 +31,22 @@
 // own again. A client's Finished goes out again with each packet until a
 // packet of the server's Application level proves the server has it.
 //
+// # What a forger can do
+//
+// The Initial keys derive from the client's chosen ID, which travels in
+// the clear: anyone who sees the client's first Initial can forge
+// Initial packets, and anyone at all can make up new ones. So a level is
+// given up as QUIC gives up its keys: Initial packets are dropped once a
+// Handshake packet from the peer opened, Handshake ones once the
+// handshake is confirmed (a forged close then ends nothing). A server
+// makes an association only for a first Initial that is padded to 1200
+// bytes, opens and starts a ClientHello (CheckFirstInitial), and reports
+// the peer's address validated (PeerValidated) once a Handshake packet
+// from it opened: until then the endpoint sends it at most three times
+// what it received. Guard wraps a tls.Config's callbacks, which
+// crypto/tls calls on its own goroutine, so that a panic fails the
+// handshake instead of the process.
+//
 // # Identity and parameters
 //
 // The ALPN is erpc's own ("erpc/1"), required on both sides. erpc's

@@ -3,6 +3,8 @@ package secure
 import (
 	"encoding/binary"
 	"errors"
+
+	"github.com/erpc-go/erpc/internal/seal"
 )
 
 const (
@@ -110,4 +112,48 @@ func (s *stream) take() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// ErrNotFirstInitial is CheckFirstInitial's answer to a packet that opens
+// but is not the start of a ClientHello, or a datagram too short to be a
+// client's first Initial.
+var ErrNotFirstInitial = errors.New("secure: not a client's first Initial")
+
+// MinFirstInitial is the size a client's Initial datagrams are padded to
+// on a transport whose datagrams carry at most maxDatagram bytes.
+func MinFirstInitial(maxDatagram int) int { return min(minInitial, maxDatagram) }
+
+// CheckFirstInitial reports whether pkt, a whole datagram at the Initial
+// level for an ID the server does not know, is a client's first Initial:
+// padded to MinFirstInitial, opening under the Initial keys its
+// destination ID derives, and carrying the first bytes of a ClientHello.
+// A server creates state for nothing else, so garbage costs it a key
+// derivation and no association. Errors: ErrNotFirstInitial, or the
+// seal error the packet failed to open with.
+func CheckFirstInitial(pkt []byte, maxDatagram int) error {
+	if len(pkt) < MinFirstInitial(maxDatagram) {
+		return ErrNotFirstInitial
+	}
+	h, err := seal.ParseHeader(pkt)
+	if err != nil {
+		return err
+	}
+	if h.Level != seal.LevelInitial {
+		return ErrNotFirstInitial
+	}
+	c, _ := seal.InitialSecrets(h.DestID)
+	o, err := seal.NewOpener(seal.InitialSuite, c, seal.LevelInitial)
+	if err != nil {
+		return err
+	}
+	plain, err := o.Open(nil, pkt)
+	if err != nil {
+		return err
+	}
+	var f frame
+	const clientHello = 1 // the TLS handshake message type
+	if f.parse(plain) != nil || f.kind != frameCrypto || f.offset != 0 || len(f.data) < 4 || f.data[0] != clientHello {
+		return ErrNotFirstInitial
+	}
+	return nil
 }
