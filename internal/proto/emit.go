@@ -1,0 +1,62 @@
+package proto
+
+import (
+	"net/netip"
+
+	"github.com/erpc-go/erpc/internal/wire"
+)
+
+// Queuing what the engine sends: events for the driver and packets for
+// the wire. A packet carries its session's driver tag (ReceiveTagged), and
+// a draining server flags every packet it sends (Drain).
+
+func (e *Engine) emitEvent(ev Event) { e.events = append(e.events, ev) }
+
+func (e *Engine) newPacket() *Packet {
+	e.out = append(e.out, Packet{})
+	return &e.out[len(e.out)-1]
+}
+
+// emit queues a datagram with header h and a payload that is referenced, not
+// copied.
+func (e *Engine) emit(to netip.AddrPort, h *wire.Header, payload []byte) {
+	e.fill(e.newPacket(), to, h, payload)
+}
+
+// emitFor queues a datagram of session s: it carries s's tag.
+func (e *Engine) emitFor(s *session, to netip.AddrPort, h *wire.Header, payload []byte) {
+	p := e.newPacket()
+	e.fill(p, to, h, payload)
+	p.Tag = s.tag
+}
+
+func (e *Engine) fill(p *Packet, to netip.AddrPort, h *wire.Header, payload []byte) {
+	p.To, p.Payload, p.headLen, p.Path, p.Tag = to, payload, wire.HeaderLen, 0, e.rxTag
+	if e.draining && !h.Type.FromClient() {
+		h.Flags |= wire.FlagDraining
+	}
+	h.Put(p.head[:])
+	e.stats.PacketsOut++
+}
+
+// emitOnPath queues a packet of client session s to go out on path
+// h.Path.
+func (e *Engine) emitOnPath(s *session, h *wire.Header, payload []byte) {
+	p := e.newPacket()
+	e.fill(p, s.peer, h, payload)
+	p.Path, p.Tag = h.Path, s.tag
+}
+
+// emitConnect queues a connect or connect-ack with its payload inline, and
+// cookie, if any, as the packet's Payload: it must stay put until sent.
+// tag is the packet's Packet.Tag.
+func (e *Engine) emitConnect(to netip.AddrPort, h *wire.Header, c *wire.Connect, cookie []byte, tag uint64) {
+	p := e.newPacket()
+	p.To, p.headLen, p.Payload, p.Tag = to, wire.HeaderLen+wire.ConnectLen, cookie, tag
+	if e.draining && !h.Type.FromClient() {
+		h.Flags |= wire.FlagDraining
+	}
+	h.Put(p.head[:])
+	c.Put(p.head[wire.HeaderLen:])
+	e.stats.PacketsOut++
+}
