@@ -335,7 +335,9 @@
 //   - Security: tls_options.go (WithTLS, Insecure), tls_layer.go (an
 //     endpoint's TLS associations: routing protected packets by ID,
 //     handshakes, refusals), tls_send.go (sealing what the engine
-//     sends), tls_async.go (handshake steps off the loop);
+//     sends), tls_async.go (handshake steps off the loop), tls_admit.go
+//     (which first Initials make state; the 3x send budget to an address
+//     not yet validated);
 //     internal/secure (one association's handshake, sans-I/O),
 //     internal/seal (the protected packet format); tls_policy.go (which
 //     addresses need WithTLS or Insecure), peerauth.go (PeerAuth: what
