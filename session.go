@@ -203,12 +203,18 @@ func (s *Session) notifyWatch() {
 // detach forgets engine session sid, which has ended (its down event is
 // still queued), so the next call reconnects at once. It must never be
 // given a session the engine still has: that one would stay open, on both
-// ends, with nothing left to close it.
+// ends, with nothing left to close it. The down event will find no
+// session, so detach counts the down itself: a Client's session never
+// reconnects, and its Client learns only from downs that it must dial
+// another (without this, a restarted server's reset of a call that never
+// ran left the Client a dead session it took for ready, forever).
 func (s *Session) detach(sid proto.SessionID, err error) {
 	if s.live && s.sid == sid {
 		delete(s.ep.loop.sessions, sid)
 		s.live = false
 		s.lastErr = err
+		s.downs.Add(1)
+		s.notifyWatch()
 	}
 }
 
