@@ -60,11 +60,14 @@ func (ep *Endpoint) checkDialPolicy(target string, addrs []netip.AddrPort) *Erro
 	}
 	for _, a := range addrs {
 		// IPv4 link-local (169.254/16) is another host on the link, as any
-		// non-loopback address is; only IPv6 link-local UDP is refused
-		// elsewhere (unsendable), and it is refused here too, plaintext.
-		if ip := a.Addr().Unmap(); !ip.IsLoopback() {
-			return plaintextError(fmt.Sprintf("dial %q", target), fmt.Sprintf("%v is not a loopback address", a.Addr()))
+		// non-loopback address is. IPv6 link-local over UDP is left to
+		// unsendable, which refuses it before anything is sent whatever
+		// the options, and says why more precisely.
+		ip := a.Addr().Unmap()
+		if ip.IsLoopback() || (ep.scheme == "udp" && ip.Is6() && ip.IsLinkLocalUnicast()) {
+			continue
 		}
+		return plaintextError(fmt.Sprintf("dial %q", target), fmt.Sprintf("%v is not a loopback address", a.Addr()))
 	}
 	return nil
 }

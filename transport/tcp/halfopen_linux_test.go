@@ -30,7 +30,7 @@ func TestHelperClient(t *testing.T) {
 	if target == "" {
 		t.Skip("runs only as the client process of TestHalfOpen")
 	}
-	cli, err := erpc.Listen("tcp://", erpc.WithFailureTimeout(time.Second))
+	cli, err := erpc.Listen("tcp://", erpc.WithFailureTimeout(time.Second), erpc.Insecure()) // a test namespace: plaintext on purpose
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestHalfOpen(t *testing.T) {
 	p := testnet.NewPair(t)
 	var ep *erpc.Endpoint
 	if err := testnet.In(p.A, func() (err error) {
-		ep, err = echoServer(t).Listen("tcp://" + net.JoinHostPort(p.AddrA.String(), "0"))
+		ep, err = echoServer(t).Listen("tcp://"+net.JoinHostPort(p.AddrA.String(), "0"), erpc.Insecure()) // plaintext on purpose: a test namespace
 		return err
 	}); err != nil {
 		t.Fatal(err)
