@@ -4,8 +4,15 @@
 # pinned version if missing), then the protocol property tests (TestSim*) at
 # full strength (1000 seeds each) and only there: without the race
 # detector, which adds nothing to the single-threaded engine and makes them
-# ten times slower. Extra arguments
-# go to every go test (e.g. ./test.sh -run TestEcho).
+# ten times slower. Extra arguments go to every go test (e.g. ./test.sh
+# -run TestEcho).
+#
+# The jobs (one per module, the portable UDP build, the property tests) run
+# ERPC_TEST_JOBS at a time, longest first; each job's output is printed
+# whole when it ends, with its time. The default is 1: on two processors
+# the race-detector runs and the property tests are bound by the CPU, and
+# three jobs at once made timing-bound smoke runs fail and the property
+# tests take 10 minutes instead of 2.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -29,15 +36,51 @@ if ! "$staticcheck" -version 2>/dev/null | grep -q '(0.8.2)'; then
   (cd / && go install honnef.co/go/tools/cmd/staticcheck@v0.8.2) && staticcheck="$(go env GOPATH)/bin/staticcheck"
 fi
 
-status=0
+logs=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
+
+# module runs go vet, staticcheck and the race tests of one module. The
+# protocol property tests (TestSim*) run once, in their own job, without
+# the race detector: they drive the single-threaded engine on one goroutine.
+module() {
+  cd "$1" && go vet ./... && "$staticcheck" ./... && go test -race -count=1 -skip '^TestSim' ./... "${@:2}"
+}
+portable() { go test -race -count=1 -tags erpc_portable ./transport/udp "$@"; }
+property() { go test -count=1 -run '^TestSim' ./internal/proto "$@"; }
+
+# The jobs, longest first (measured: the root module about 4 min, the
+# benchmark tool's smoke runs 3, the property tests 2, AF_XDP 1.5).
+names=() cmds=()
+add() { names+=("$1"); cmds+=("${*:2}"); }
+add "module ." module .
+add "module ./cmd/erpc-bench" module ./cmd/erpc-bench
+add "protocol property tests, ${ERPC_SIM_SEEDS:-1000} seeds each" property
 for mod in $(find . -name go.mod -not -path '*/testdata/*' -printf '%h\n' | sort); do
-  echo "== $mod: vet, staticcheck, race"
-  # The protocol property tests (TestSim*) run once, below, without the
-  # race detector: they drive the single-threaded engine on one goroutine.
-  (cd "$mod" && go vet ./... && "$staticcheck" ./... && go test -race -count=1 -skip '^TestSim' ./... "$@") || status=1
+  case $mod in .|./cmd/erpc-bench) continue ;; esac
+  add "module $mod" module "$mod"
 done
-echo "== udp: the portable fallback (what darwin and windows run), on this machine"
-go test -race -count=1 -tags erpc_portable ./transport/udp "$@" || status=1
-echo "== protocol property tests, ${ERPC_SIM_SEEDS:-1000} seeds each"
-go test -count=1 -run '^TestSim' ./internal/proto "$@" || status=1
+add "udp: the portable fallback (what darwin and windows run), on this machine" portable
+
+status=0 next=0 running=0 reported=0
+declare -A started
+finish() { # print every job that has ended and not yet been reported
+  local i
+  for i in "${!started[@]}"; do
+    [ -e "$logs/$i.rc" ] || continue
+    read -r rc secs <"$logs/$i.rc"
+    echo "== ${names[$i]} ($( [ "$rc" = 0 ] && echo ok || echo FAILED), ${secs}s)"
+    cat "$logs/$i.log"
+    [ "$rc" = 0 ] || status=1
+    unset "started[$i]"; running=$((running - 1)); reported=$((reported + 1))
+  done
+}
+while [ "$reported" -lt "${#names[@]}" ]; do
+  while [ "$running" -lt "${ERPC_TEST_JOBS:-1}" ] && [ "$next" -lt "${#names[@]}" ]; do
+    i=$next; next=$((next + 1)); started[$i]=1; running=$((running + 1))
+    ( t0=$SECONDS; rc=0; ${cmds[$i]} "$@" >"$logs/$i.log" 2>&1 || rc=$?
+      echo "$rc $((SECONDS - t0))" >"$logs/$i.rc.tmp" && mv "$logs/$i.rc.tmp" "$logs/$i.rc" ) &
+  done
+  wait -n 2>/dev/null || true
+  finish
+done
 exit $status

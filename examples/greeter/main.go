@@ -53,9 +53,13 @@ import (
 )
 
 const usage = `usage:
-  greeter serve [-grpc host:port] [-erpc host:port]
+  greeter serve [-grpc host:port] [-erpc host:port] [-insecure]
       serve greeter.v1.Greeter over gRPC (TCP) and erpc (UDP) until interrupted
-  greeter hello (-grpc host:port | -erpc host:port) [-timeout d] name
+  greeter hello (-grpc host:port | -erpc host:port) [-insecure] [-timeout d] name
+
+  -insecure: erpc in plaintext to or on an address other hosts can reach
+  (erpc.Insecure); without it erpc refuses such an address, as it should
+  outside a network you trust. Loopback needs no flag.
       call SayHello with name, then LastGreeted, over one protocol
 `
 
@@ -79,22 +83,27 @@ func run(args []string, out io.Writer) error {
 	grpcAddr := fs.String("grpc", "", "gRPC address (TCP)")
 	erpcAddr := fs.String("erpc", "", "erpc address (UDP: host:port or udp://host:port; or shm:///path)")
 	timeout := fs.Duration("timeout", 5*time.Second, "hello: the calls' deadline")
+	plaintext := fs.Bool("insecure", false, "erpc in plaintext beyond loopback (erpc.Insecure)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	var opts []erpc.Option
+	if *plaintext {
+		opts = append(opts, erpc.Insecure())
 	}
 	switch args[0] {
 	case "serve":
 		if fs.NArg() != 0 {
 			return fmt.Errorf("serve takes no arguments: %q\n%s", fs.Args(), usage)
 		}
-		return serve(cmp.Or(*grpcAddr, "127.0.0.1:50051"), cmp.Or(*erpcAddr, "127.0.0.1:50051"), out)
+		return serve(cmp.Or(*grpcAddr, "127.0.0.1:50051"), cmp.Or(*erpcAddr, "127.0.0.1:50051"), out, opts...)
 	case "hello":
 		if fs.NArg() != 1 || (*grpcAddr == "") == (*erpcAddr == "") {
 			return fmt.Errorf("hello takes -grpc or -erpc, and a name\n%s", usage)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 		defer cancel()
-		c, closeClient, err := dial(ctx, *grpcAddr, *erpcAddr)
+		c, closeClient, err := dial(ctx, *grpcAddr, *erpcAddr, opts...)
 		if err != nil {
 			return err
 		}
@@ -114,8 +123,9 @@ type servers struct {
 	erpcCheck *health.Server
 }
 
-// start serves impl over gRPC at grpcAddr (TCP) and erpc at erpcAddr.
-func start(impl *Greeter, grpcAddr, erpcAddr string) (*servers, error) {
+// start serves impl over gRPC at grpcAddr (TCP) and erpc at erpcAddr,
+// listening with opts.
+func start(impl *Greeter, grpcAddr, erpcAddr string, opts ...erpc.Option) (*servers, error) {
 	s := &servers{grpcDone: make(chan error, 1), grpcCheck: ghealth.NewServer(), erpcCheck: health.NewServer()}
 
 	// erpc: the greeter, health and reflection. The gRPC statuses
@@ -144,7 +154,7 @@ func start(impl *Greeter, grpcAddr, erpcAddr string) (*servers, error) {
 	if s.grpcLis, err = net.Listen("tcp", grpcAddr); err != nil {
 		return nil, err
 	}
-	if s.erpc, err = esrv.Listen(erpcAddr); err != nil {
+	if s.erpc, err = esrv.Listen(erpcAddr, opts...); err != nil {
 		s.grpcLis.Close()
 		return nil, err
 	}
@@ -174,8 +184,8 @@ func (s *servers) stop(ctx context.Context) {
 	}
 }
 
-func serve(grpcAddr, erpcAddr string, out io.Writer) error {
-	s, err := start(NewGreeter(), grpcAddr, erpcAddr)
+func serve(grpcAddr, erpcAddr string, out io.Writer, opts ...erpc.Option) error {
+	s, err := start(NewGreeter(), grpcAddr, erpcAddr, opts...)
 	if err != nil {
 		return err
 	}
@@ -197,7 +207,7 @@ func serve(grpcAddr, erpcAddr string, out io.Writer) error {
 type client = greeterpb.GreeterClient
 
 // dial returns a client over gRPC if grpcAddr is set, else over erpc.
-func dial(ctx context.Context, grpcAddr, erpcAddr string) (client, func(), error) {
+func dial(ctx context.Context, grpcAddr, erpcAddr string, opts ...erpc.Option) (client, func(), error) {
 	if grpcAddr != "" {
 		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -205,7 +215,7 @@ func dial(ctx context.Context, grpcAddr, erpcAddr string) (client, func(), error
 		}
 		return greeterpb.NewGreeterClient(conn), func() { conn.Close() }, nil
 	}
-	s, err := erpc.Dial(ctx, erpcAddr)
+	s, err := erpc.Dial(ctx, erpcAddr, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

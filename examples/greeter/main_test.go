@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"context"
 	"errors"
 	"os"
@@ -222,5 +223,33 @@ func TestGenerated(t *testing.T) {
 		if !bytes.Equal(version.ReplaceAll(got, nil), version.ReplaceAll(want, nil)) {
 			t.Errorf("%s is not what gen.sh makes from the .proto: run go generate", f)
 		}
+	}
+}
+
+// TestInsecureFlag: serving erpc on an address other hosts can reach is
+// refused without -insecure, with a message that names the way out, and
+// works with it (the flag gives erpc.Insecure to Listen and Dial).
+func TestInsecureFlag(t *testing.T) {
+	if _, err := start(NewGreeter(), "127.0.0.1:0", "0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "Insecure") {
+		t.Fatalf("plaintext on 0.0.0.0 without -insecure: %v, want a refusal naming Insecure", err)
+	}
+	s, err := start(NewGreeter(), "127.0.0.1:0", "0.0.0.0:0", erpc.Insecure())
+	if err != nil {
+		t.Fatalf("with erpc.Insecure: %v", err)
+	}
+	defer func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.stop(c)
+	}()
+	port := s.erpc.Addr().Port()
+	c, closeClient, err := dial(ctx(t), "", fmt.Sprintf("127.0.0.1:%d", port), erpc.Insecure())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeClient()
+	var out bytes.Buffer
+	if err := hello(ctx(t), c, "Ada", &out); err != nil || !strings.HasPrefix(out.String(), "Hello, Ada!") {
+		t.Fatalf("hello over the -insecure server: %v %q", err, out.String())
 	}
 }

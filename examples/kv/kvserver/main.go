@@ -36,12 +36,16 @@ func main() {
 	dispatch := flag.String("dispatch", "shared", "with -workers: shared or hash")
 	slo := flag.Duration("slo", 0, "with -workers: latency target that bounds the queue (0: no bound by time)")
 	demo := flag.Bool("demo", false, "serve on an ephemeral port and run a client against it, then exit")
+	plaintext := flag.Bool("insecure", false, "serve in plaintext on an address other hosts can reach (erpc.Insecure): only on a network you trust")
 	flag.Parse()
 
 	st := kv.NewStore(kv.Config{Capacity: *keys})
 	srv := erpc.NewServer()
 	var hopts []erpc.HandlerOption
 	var opts []erpc.Option
+	if *plaintext {
+		opts = append(opts, erpc.Insecure())
+	}
 	if *workers > 0 {
 		hopts = append(hopts, erpc.Background())
 		opts = append(opts, erpc.WithWorkers(*workers))
