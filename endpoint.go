@@ -91,6 +91,9 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	if err := checkServePolicy(addr, srv, &o); err != nil {
 		return nil, err
 	}
+	if err := checkServerTLS(addr, srv, &o); err != nil {
+		return nil, err
+	}
 	o.resolve()
 	tr, scheme := o.transport, ""
 	if tr == nil {

@@ -71,7 +71,9 @@ func TestListenTLSWithoutCertificateRefused(t *testing.T) {
 	for name, cfg := range map[string]*tls.Config{
 		"GetCertificate": {GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pki.server, nil }},
 		"GetConfigForClient": {GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			return pki.serverTLS(), nil
+			c := pki.serverTLS()
+			c.NextProtos = []string{"erpc/1"} // a config from the callback is the user's, unchecked
+			return c, nil
 		}},
 	} {
 		ep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(cfg))
