@@ -119,6 +119,17 @@ type ReplicaInfo struct {
 // once: replicas are dialed in the background, and calls wait for the
 // first to be ready (at most a failure timeout, or their context).
 // Close closes the endpoint too.
+//
+// A target that can never work fails here with InvalidArgument: an entry
+// of a plain or static:/// target without a host or a port from 1 to
+// 65535, a literal address the plaintext policy refuses (WithTLS), a
+// tcp:// target (a Client's replicas are UDP, mem:// or shm://; erpc.Dial
+// takes tcp://), a URL, or a scheme no resolver serves. A call fails at
+// once, with the dials' code (InvalidArgument, Unauthenticated,
+// PermissionDenied) and the last one's reason, when every replica's last
+// dial failed in a way retrying will not fix; when they fail for now
+// (nothing answers), with Unavailable and the last dial's reason after
+// the failure timeout.
 func NewClient(target string, opt ...Option) (*Client, error) {
 	if e := clientTargetError(target); e != nil {
 		return nil, e

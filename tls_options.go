@@ -14,7 +14,8 @@ import (
 // after it is sealed with the negotiated AEAD (AES-128-GCM or
 // AES-256-GCM; internal/seal's doc has the format). cfg gives
 // certificates, roots, the server name (Dial uses the target's host when
-// it is empty), client authentication (ClientAuth, ClientCAs) and custom
+// it is empty; a Client's replica that its resolver gives as an IP uses
+// the SRV record's target or the Client target's host name), client authentication (ClientAuth, ClientCAs) and custom
 // verification, as for any crypto/tls connection; it is cloned, so later
 // changes to it do not count. Its NextProtos must be empty or include
 // erpc's ALPN, "erpc/1": both sides require it. A Listen or Dial whose
