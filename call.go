@@ -217,12 +217,12 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 // startCall hands a posted call to the engine (on the loop).
 func (ep *Endpoint) startCall(now proto.Time, c *call) {
 	if ep.state.Load() != stateOpen {
-		ep.finishOnLoop(c, nil, errCallClosed)
+		ep.finishOnLoop(c, nil, c.closedError())
 		return
 	}
 	sid, serr := c.sess.ensure(now)
 	if serr != nil {
-		ep.finishOnLoop(c, nil, serr)
+		ep.finishOnLoop(c, nil, c.located(serr))
 		return
 	}
 	var flags wire.Flags
@@ -268,6 +268,24 @@ func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
 	default:
 		ep.finishOnLoop(c, ev.Data, nil)
 	}
+}
+
+// located is a copy of e, a failure of call c's session, saying what c
+// called and where.
+func (c *call) located(e *Error) *Error {
+	l := *e
+	l.Msg = c.where(l.Msg)
+	return &l
+}
+
+// closedError is the error of call c, never sent, on a closed endpoint:
+// "session closed" if its caller closed the session (which closes the
+// endpoint too when erpc.Dial made it), else "endpoint closed".
+func (c *call) closedError() *Error {
+	if c.sess.closed.Load() {
+		return c.located(errSessionClosed)
+	}
+	return c.located(errCallClosed)
 }
 
 // silentPeer reports whether a session ended because its server did not

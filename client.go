@@ -52,9 +52,11 @@ type Client struct {
 
 	mu        sync.Mutex // the control state below
 	replicas  map[string]*replica
-	resErr    error     // the resolver's last error, if its last word was one
-	lastSweep time.Time // the outlier detector's last latency check
-	dialErr   error     // the last dial's error
+	resErr    error         // the resolver's last error, if its last word was one
+	lastSweep time.Time     // the outlier detector's last latency check
+	dialErr   error         // the last dial's error
+	dialNews  chan struct{} // closed, and replaced, when a dial fails (client_dialfail.go)
+	tlsName   string        // the target's host name, for replicas known by IP (tlsNameFor)
 }
 
 // readySet is a snapshot of the replicas that take new calls, replaced
@@ -117,7 +119,21 @@ type ReplicaInfo struct {
 // once: replicas are dialed in the background, and calls wait for the
 // first to be ready (at most a failure timeout, or their context).
 // Close closes the endpoint too.
+//
+// A target that can never work fails here with InvalidArgument: an entry
+// of a plain or static:/// target without a host or a port from 1 to
+// 65535, a literal address the plaintext policy refuses (WithTLS), a
+// tcp:// target (a Client's replicas are UDP, mem:// or shm://; erpc.Dial
+// takes tcp://), a URL, or a scheme no resolver serves. A call fails at
+// once, with the dials' code (InvalidArgument, Unauthenticated,
+// PermissionDenied) and the last one's reason, when every replica's last
+// dial failed in a way retrying will not fix; when they fail for now
+// (nothing answers), with Unavailable and the last dial's reason after
+// the failure timeout.
 func NewClient(target string, opt ...Option) (*Client, error) {
+	if e := clientTargetError(target); e != nil {
+		return nil, e
+	}
 	t, err := resolver.Parse(target)
 	if err != nil {
 		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("new client %q: %v", target, err), Cause: err}
@@ -161,11 +177,22 @@ func (ep *Endpoint) NewClient(target string, opt ...Option) (*Client, error) {
 				"new client %q: method %q is hedged but not Idempotent: a hedged call may run twice", target, m)}
 		}
 	}
+	if e := clientTargetError(target); e != nil {
+		return nil, e
+	}
+	t, err := resolver.Parse(target)
+	if err != nil {
+		return nil, &Error{Code: InvalidArgument, Msg: fmt.Sprintf("new client %q: %v", target, err), Cause: err}
+	}
+	if e := ep.checkClientEntries(target, t); e != nil {
+		return nil, e
+	}
 	if fo.connectRate == 0 {
 		fo.connectRate = defaultConnectRate
 	}
 	c := &Client{ep: ep, target: target, opts: fo, bal: fo.balancer, replicas: map[string]*replica{},
-		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
+		dialNews: make(chan struct{}), tlsName: targetName(t)}
 	c.kickFn = c.kick
 	if c.bal == nil {
 		c.bal = balancer.P2C()
@@ -259,13 +286,22 @@ func (c *Client) waitReady(ctx context.Context, method string) (*readySet, error
 		if c.closed.Load() {
 			return nil, notRun(&Error{Code: Unavailable, Msg: fmt.Sprintf("call %q to %s: client closed", method, c.target)})
 		}
+		news, refused := c.dialWatch(method)
+		if refused != nil { // every replica's dial failed for good: no use waiting
+			return nil, notRun(refused)
+		}
 		select {
 		case <-rs.some:
+		case <-news:
 		case <-ctx.Done():
 			e := contextError(ctx)
 			e.Msg = fmt.Sprintf("call %q to %s: %s while waiting for a ready replica", method, c.target, e.Msg)
 			return nil, notRun(e)
 		case <-t.C:
+			c.awaitDialReason(ctx)
+			if rs = c.ready.Load(); len(rs.list) > 0 {
+				return rs, nil
+			}
 			return nil, notRun(c.noReplicaError(method))
 		case <-c.stop:
 		}
@@ -279,8 +315,17 @@ func (c *Client) waitReady(ctx context.Context, method string) (*readySet, error
 func (c *Client) noReplicaError(method string) *Error {
 	c.mu.Lock()
 	n, resErr, dialErr := len(c.replicas), c.resErr, c.dialErr
+	dialing := 0
+	for _, r := range c.replicas {
+		if r.dialing {
+			dialing++
+		}
+	}
 	c.mu.Unlock()
 	msg := fmt.Sprintf("call %q to %s: no ready replica of %d known", method, c.target, n)
+	if dialErr == nil && resErr == nil && dialing > 0 {
+		msg += fmt.Sprintf(": %d dials under way, none answered yet", dialing)
+	}
 	var cause error
 	switch {
 	case resErr != nil:

@@ -29,6 +29,8 @@ type replica struct {
 	nextDial  time.Time
 	drained   bool         // its server drains: no new session before nextDial
 	old       []*fleetSess // sessions that take no new calls, closed once idle
+	lastErr   *Error       // its last dial's failure; nil once a dial succeeds
+	tlsName   string       // the server name its TLS handshakes verify, if not its host (tlsNameFor)
 }
 
 // fleetSess is one session of a replica and the calls on it.
@@ -208,6 +210,9 @@ func (c *Client) startDial(r *replica) {
 	go func() {
 		defer c.dialsOut.Done()
 		ctx, cancel := context.WithCancel(context.Background())
+		if r.tlsName != "" {
+			ctx = context.WithValue(ctx, tlsNameKey{}, r.tlsName)
+		}
 		go func() { // Close cancels a dial under way
 			select {
 			case <-c.stop:
@@ -232,7 +237,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 		if len(r.old) == 0 { // its drained session has ended too: the server is gone
 			r.drained = false // connecting, not draining
 		}
-		c.dialErr = err
+		c.noteDialFailed(r, err)
 		res := c.res
 		c.mu.Unlock()
 		if res != nil && !c.closed.Load() {
@@ -249,6 +254,7 @@ func (c *Client) dialed(r *replica, s *Session, err error) {
 	}
 	r.dialFails = 0
 	r.drained = false
+	r.lastErr = nil
 	fs := &fleetSess{s: s}
 	if c.opts.maxAge > 0 {
 		fs.retireAt = now.Add(balancer.AgeJitter(c.opts.maxAge, 0.2, nil))
@@ -315,7 +321,7 @@ func (w *clientWatcher) Update(st resolver.State) {
 			r.removed = false
 			continue
 		}
-		r := &replica{addr: a.Addr, bal: balancer.Replica{Addr: a.Addr, Weight: a.Weight, Zone: a.Zone}}
+		r := &replica{addr: a.Addr, bal: balancer.Replica{Addr: a.Addr, Weight: a.Weight, Zone: a.Zone}, tlsName: c.tlsNameFor(a)}
 		c.replicas[a.Addr] = r
 	}
 	removed := false

@@ -36,7 +36,7 @@ func (ep *Endpoint) dialEach(ctx context.Context, target string, addrs []netip.A
 		// the dial, and with nothing started nothing was sent.
 		for (launch || running == 0) && next < len(atts) && ctx.Err() == nil {
 			launch = false
-			if ep.startAttempt(&atts[next], next, ended, stop, target) {
+			if ep.startAttempt(&atts[next], next, ended, stop, target, tlsNameOf(ctx)) {
 				running++
 				delay.Reset(attemptDelay)
 			} else {
@@ -80,12 +80,14 @@ func (ep *Endpoint) reaches(a netip.Addr) bool {
 
 // startAttempt opens a session to a.addr; false if it failed at once,
 // because the endpoint cannot dial that address (unsendable).
-// When the session is up or has failed, its index goes to ended.
-func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <-chan struct{}, target string) bool {
+// When the session is up or has failed, its index goes to ended. tlsName
+// is the server name its TLS handshakes verify if not target's host (a
+// Client's replica known by its IP: tlsNameFor).
+func (ep *Endpoint) startAttempt(a *dialAttempt, i int, ended chan<- int, stop <-chan struct{}, target, tlsName string) bool {
 	if a.err = ep.unsendable(a.addr.Addr()); a.err != nil {
 		return false
 	}
-	s := &Session{ep: ep, target: target, addr: a.addr, first: make(chan struct{})}
+	s := &Session{ep: ep, target: target, tlsName: tlsName, addr: a.addr, first: make(chan struct{})}
 	a.sess = s
 	ep.post(command{kind: cmdDial, sess: s})
 	go func() {

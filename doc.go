@@ -125,9 +125,13 @@
 // matches context.Canceled or context.DeadlineExceeded; the deadline
 // travels to the handler's context. A server that is gone, restarted, or
 // closed gives Unavailable within the failure timeout (WithFailureTimeout).
-// A full server gives ResourceExhausted at once; a message over the
-// session's limit, InvalidArgument with both sizes; a method the server
-// does not have, Unimplemented with its name. NotExecuted (errors.Is with
+// A full server gives ResourceExhausted at once; a request over the
+// session's limit, InvalidArgument with both sizes (a handler's response
+// over it, Internal with both: the server failed, not the call's
+// arguments); a method the server does not have, Unimplemented with its
+// name. A host name that does not exist fails Dial and Listen alike with
+// InvalidArgument (a typo, which waiting will not fix); a resolver that
+// could not answer, with Unavailable. NotExecuted (errors.Is with
 // ErrNotExecuted) tells a failure that provably never ran from one that
 // may have (see Delivery). A refusal of one call, by the server or
 // locally, leaves its session up for the next. A handler may return gRPC

@@ -91,6 +91,9 @@ func listen(addr string, srv *Server, opt []Option) (*Endpoint, error) {
 	if err := checkServePolicy(addr, srv, &o); err != nil {
 		return nil, err
 	}
+	if err := checkServerTLS(addr, srv, &o); err != nil {
+		return nil, err
+	}
 	o.resolve()
 	tr, scheme := o.transport, ""
 	if tr == nil {
@@ -155,12 +158,17 @@ func openTransport(addr string, o *options, clientOnly bool) (transport.Transpor
 // openError is the error of a transport that did not open: FailedPrecondition
 // where this platform or build cannot do what was asked (shm off Linux or
 // on a kernel without the seals it needs, several UDP paths off Linux),
-// which trying again will not change; Unavailable for the rest (an
-// address in use, say), which may pass.
+// which trying again will not change; InvalidArgument for a host name
+// that does not exist, as Dial's (lookupError); Unavailable for the rest
+// (an address in use, a resolver that could not answer), which may pass.
 func openError(addr string, err error) *Error {
 	code := Unavailable
-	if errors.Is(err, shm.ErrNotSupported) || errors.Is(err, udp.ErrNotSupported) {
+	var dnsErr *net.DNSError
+	switch {
+	case errors.Is(err, shm.ErrNotSupported) || errors.Is(err, udp.ErrNotSupported):
 		code = FailedPrecondition
+	case errors.As(err, &dnsErr) && dnsErr.IsNotFound: // a name that does not exist, as Dial says (lookupError)
+		code = InvalidArgument
 	}
 	return &Error{Code: code, Msg: fmt.Sprintf("listen on %q: %v", addr, err), Cause: err}
 }

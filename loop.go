@@ -469,7 +469,7 @@ func (ep *Endpoint) stop(now proto.Time) {
 func (ep *Endpoint) failCommand(c command) {
 	switch c.kind {
 	case cmdCall:
-		c.call.finish(nil, errCallClosed)
+		c.call.finish(nil, c.call.closedError())
 	case cmdDial:
 		c.sess.onDown(0, errClosed)
 	case cmdRespond:

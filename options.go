@@ -135,7 +135,9 @@ func WithWindow(n int) Option { return func(o *options) { o.engine.Window = n } 
 // about one bandwidth-delay product; at most 32768).
 func WithCredits(n int) Option { return func(o *options) { o.engine.Credits = n } }
 
-// WithMaxMessageSize sets the largest request or response (default 8 MiB).
+// WithMaxMessageSize sets the largest request or response (default 8 MiB;
+// at most 4294967295 bytes, 4 GiB less one, as the wire carries a
+// message's size in 32 bits).
 // Metadata counts toward it: a request's metadata, and a response's
 // headers and trailers, travel in the same message, so a response that
 // fits alone but not with its headers fails with Internal naming both

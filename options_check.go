@@ -22,6 +22,7 @@ const (
 	maxOptionCredits = 1 << 15
 	minOptionPacket  = wire.HeaderLen + wire.MinConnectData // a connect must fit
 	maxOptionPacket  = wire.HeaderLen + 0xFFFF              // a packet's data length is 16 bits
+	maxOptionMessage = math.MaxUint32                       // a message's size is 32 bits
 	unboundedOption  = math.MaxInt64
 )
 
@@ -60,7 +61,7 @@ func (o *options) check() *Error {
 		{name: "WithPaths", value: int64(o.paths), min: 1, max: maxOptionPaths},
 		{name: "WithWindow", value: int64(e.Window), min: 1, max: maxOptionWindow},
 		{name: "WithCredits", value: int64(e.Credits), min: 1, max: maxOptionCredits},
-		{name: "WithMaxMessageSize", value: int64(e.MaxMsgSize), min: 1, max: unboundedOption},
+		{name: "WithMaxMessageSize", value: int64(e.MaxMsgSize), min: 1, max: maxOptionMessage},
 		{name: "WithMaxPacketSize", value: int64(e.MaxPacketSize), min: minOptionPacket, max: maxOptionPacket},
 		{name: "WithMaxHeldRequests", value: int64(e.MaxHeldRequests), min: 1, max: unboundedOption},
 		{name: "WithMaxHeldBytes", value: int64(e.MaxHeldBytes), min: 1, max: unboundedOption},

@@ -25,7 +25,7 @@ func TestOptionRanges(t *testing.T) {
 		{"WithPaths", func(v int64) erpc.Option { return erpc.WithPaths(int(v)) }, []int64{-3, -1, 65, 100}, []int64{0, 1, 64}, "1 to 64"},
 		{"WithWindow", func(v int64) erpc.Option { return erpc.WithWindow(int(v)) }, []int64{-1, 1<<15 + 1}, []int64{0, 1, 1 << 15}, "1 to 32768"},
 		{"WithCredits", func(v int64) erpc.Option { return erpc.WithCredits(int(v)) }, []int64{-1, 1<<15 + 1}, []int64{0, 1, 1 << 15}, "1 to 32768"},
-		{"WithMaxMessageSize", func(v int64) erpc.Option { return erpc.WithMaxMessageSize(int(v)) }, []int64{-5, -1}, []int64{0, 1, big}, "not negative"},
+		{"WithMaxMessageSize", func(v int64) erpc.Option { return erpc.WithMaxMessageSize(int(v)) }, []int64{-5, -1, 1 << 32, big}, []int64{0, 1, 1<<32 - 1}, "1 to 4294967295"},
 		{"WithMaxPacketSize", func(v int64) erpc.Option { return erpc.WithMaxPacketSize(int(v)) }, []int64{-1, 10, 40, 103, 40 + 0xFFFF + 1}, []int64{0, 104, 40 + 0xFFFF}, "104 to 65575"},
 		{"WithMaxHeldRequests", func(v int64) erpc.Option { return erpc.WithMaxHeldRequests(int(v)) }, []int64{-1}, []int64{0, 1}, "not negative"},
 		{"WithMaxHeldBytes", func(v int64) erpc.Option { return erpc.WithMaxHeldBytes(int(v)) }, []int64{-1}, []int64{0, 1}, "not negative"},

@@ -364,6 +364,10 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	err := ep.eng.RespondFlags(now, r.h, r.status, resp, r.respFlags)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
 		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))
+		var size *proto.SizeError
+		if errors.As(err, &size) {
+			msg += fmt.Sprintf(" of %d bytes (WithMaxMessageSize, the smaller of the two ends')", size.Max)
+		}
 		if r.respFlags != 0 {
 			msg += " (its headers and trailers included)"
 		}

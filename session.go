@@ -35,6 +35,7 @@ import (
 type Session struct {
 	ep           *Endpoint
 	target       string
+	tlsName      string // the name TLS verifies when the config has none; "" is the target's host
 	addr         netip.AddrPort
 	closed       atomic.Bool
 	ownsEndpoint bool // made by the package-level Dial

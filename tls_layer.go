@@ -122,7 +122,10 @@ func (l *tlsLayer) dial(now proto.Time, s *Session) (uint64, error) {
 	if cfg.TLS.ServerName == "" && !cfg.TLS.InsecureSkipVerify {
 		c := *cfg
 		c.TLS = cfg.TLS.Clone()
-		c.TLS.ServerName = targetHost(s.target)
+		c.TLS.ServerName = s.tlsName
+		if c.TLS.ServerName == "" {
+			c.TLS.ServerName = targetHost(s.target)
+		}
 		cfg = &c
 	}
 	// Start writes the ClientHello, calling the config's

@@ -3,6 +3,7 @@ package erpc
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 
 	"github.com/erpc-go/erpc/internal/secure"
 )
@@ -13,11 +14,14 @@ import (
 // after it is sealed with the negotiated AEAD (AES-128-GCM or
 // AES-256-GCM; internal/seal's doc has the format). cfg gives
 // certificates, roots, the server name (Dial uses the target's host when
-// it is empty), client authentication (ClientAuth, ClientCAs) and custom
+// it is empty; a Client's replica that its resolver gives as an IP uses
+// the SRV record's target or the Client target's host name), client authentication (ClientAuth, ClientCAs) and custom
 // verification, as for any crypto/tls connection; it is cloned, so later
 // changes to it do not count. Its NextProtos must be empty or include
 // erpc's ALPN, "erpc/1": both sides require it. A Listen or Dial whose
-// cfg is nil, or names other protocols only, fails with InvalidArgument.
+// cfg is nil, or names other protocols only, fails with InvalidArgument;
+// so does a Server.Listen whose cfg has no certificate (Certificates,
+// GetCertificate or GetConfigForClient).
 //
 // What it protects: every erpc packet after the handshake, header and
 // payload, is encrypted and authenticated, under keys only the two ends
@@ -92,4 +96,17 @@ func (o *options) checkTLS() *Error {
 	}
 	o.tlsConfig = c
 	return nil
+}
+
+// checkServerTLS refuses a serving endpoint's TLS config with no
+// certificate to present (no Certificates, GetCertificate or
+// GetConfigForClient): every handshake would fail, and its clients would
+// be told only "unrecognized name". A client-only endpoint needs none.
+func checkServerTLS(addr string, srv *Server, o *options) *Error {
+	c := o.tlsConfig
+	if srv == nil || c == nil || len(c.Certificates) > 0 || c.GetCertificate != nil || c.GetConfigForClient != nil {
+		return nil
+	}
+	return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("serve on %q: WithTLS: a server's tls.Config needs a certificate "+
+		"(Certificates, GetCertificate or GetConfigForClient): with none, every handshake would fail", addr)}
 }

@@ -29,7 +29,9 @@
 // policy holds: a loopback or shm:// target is plaintext, since it never
 // leaves the host, and any other is refused with exit status 2 and a
 // message naming the flags (grpcurl would try TLS with the system's roots
-// instead):
+// instead). A TLS server reached without TLS flags is named with the
+// flags that reach it (-cacert FILE, -insecure). Targets are host:port,
+// udp://host:port, tcp://host:port or shm:///path:
 //
 //	erpc -cacert ca.pem db.internal:50051 list
 //	erpc -cacert ca.pem -cert me.pem -key me.key 10.0.0.7:50051 health

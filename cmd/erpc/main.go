@@ -38,7 +38,8 @@ A method named like a command (list...) is called with: TARGET call METHOD.
 
 A target is what erpc.Dial takes: host:port or udp://host:port (UDP; the
 host is a name, an IPv4 address or an [IPv6] one, and each of a name's
-addresses is tried), shm:///path/to/socket (shared memory, same host).
+addresses is tried), tcp://host:port (TCP), shm:///path/to/socket (shared
+memory, same host).
 
 Security, as grpcurl's flags: -plaintext for no TLS; -cacert, -cert and
 -key, -insecure (no verification of the server) or -servername for TLS

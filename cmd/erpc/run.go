@@ -90,6 +90,8 @@ func withSession(cfg *config, target string, fn func(c *cli) error) error {
 			err = fmt.Errorf("no erpc server accepted a session at %s within %s%s", target, limit, triedPart(err, target))
 		case erpc.InvalidArgument:
 			err = policyRefusal(err, target)
+		case erpc.Unauthenticated:
+			err = tlsRequired(err, target)
 		default:
 			err = fmt.Errorf("connect to %s: %v", target, strings.TrimPrefix(err.Error(), "erpc: "))
 		}
@@ -116,15 +118,16 @@ func triedPart(err error, target string) string {
 // checkTarget refuses what cannot be a target, and the targets no other
 // process can reach.
 func checkTarget(target string) error {
+	const forms = "host:port, udp://host:port, tcp://host:port or shm:///path"
 	switch {
 	case target == "":
-		return usageError("empty target (want host:port, udp://host:port or shm:///path)")
+		return usageError("empty target (want %s)", forms)
 	case strings.HasPrefix(target, "mem://"):
-		return usageError("%s: mem:// endpoints live inside one process; the erpc command cannot reach them (serve on udp:// or shm:// to use it)", target)
+		return usageError("%s: mem:// endpoints live inside one process; the erpc command cannot reach them (serve on udp://, tcp:// or shm:// to use it)", target)
 	case strings.HasPrefix(target, "http://"), strings.HasPrefix(target, "https://"):
-		return usageError("%s: erpc speaks its own protocol over UDP or shared memory, not HTTP (want host:port, udp://host:port or shm:///path)", target)
+		return usageError("%s: erpc speaks its own protocol over UDP, TCP or shared memory, not HTTP (want %s)", target, forms)
 	case !strings.Contains(target, ":"):
-		return usageError("%q is not a target (want host:port, udp://host:port or shm:///path; the target comes first: erpc [flags] TARGET list)", target)
+		return usageError("%q is not a target (want %s; the target comes first: erpc [flags] TARGET list)", target, forms)
 	}
 	return nil
 }

@@ -94,10 +94,13 @@ func (f *tlsFlags) tlsConfig(target string) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// targetHost is the host of a UDP target, as a certificate names it: a
+// targetHost is the host of a UDP or TCP target, as a certificate names it: a
 // name, or an IP address without brackets; "" for shm:// targets.
 func targetHost(target string) string {
 	rest, ok := strings.CutPrefix(target, "udp://")
+	if !ok {
+		rest, ok = strings.CutPrefix(target, "tcp://")
+	}
 	if !ok && strings.Contains(target, "://") {
 		return ""
 	}
@@ -106,6 +109,18 @@ func targetHost(target string) string {
 		return ""
 	}
 	return host
+}
+
+// tlsRequired turns a TLS server's refusal of a plaintext session into
+// the command's advice, which names the flags rather than the Go option
+// (erpc.WithTLS); other errors are returned as they are.
+func tlsRequired(err error, target string) error {
+	var e *erpc.Error
+	if !errors.As(err, &e) || !strings.Contains(e.Msg, "requires TLS") {
+		return err
+	}
+	return fmt.Errorf("connect to %s: the server requires TLS: use -cacert FILE (the PEM of the CA that signed its certificate), "+
+		"or -insecure to skip verifying it (and -cert FILE -key FILE if it asks for a client certificate)", target)
 }
 
 // policyRefusal turns the plaintext policy's refusal of a dial into the

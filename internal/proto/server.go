@@ -211,7 +211,7 @@ func (e *Engine) RespondFlags(now Time, h ReqHandle, status uint8, resp []byte, 
 	}
 	s := r.sess
 	if len(resp) > s.maxMsg {
-		return ErrMsgTooLarge
+		return &SizeError{Size: len(resp), Max: s.maxMsg} // errors.Is ErrMsgTooLarge
 	}
 	sl := &s.s.slots[r.slot]
 	sl.state = sslotResponded
