@@ -36,6 +36,11 @@ func Guard(cfg *tls.Config, onPanic PanicFunc) *tls.Config {
 		c.GetConfigForClient = func(h *tls.ClientHelloInfo) (out *tls.Config, err error) {
 			defer g.recover("GetConfigForClient", &err)
 			if out, err = f(h); out != nil && err == nil {
+				// The callback's config gets what WithTLS's got: erpc's
+				// ALPN when it names none, TLS 1.3 only.
+				if out, err = CheckConfig(out); err != nil {
+					return nil, fmt.Errorf("the config GetConfigForClient returned: %w", err)
+				}
 				out = Guard(out, onPanic)
 			}
 			return out, err

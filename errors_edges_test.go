@@ -72,7 +72,7 @@ func TestListenTLSWithoutCertificateRefused(t *testing.T) {
 		"GetCertificate": {GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pki.server, nil }},
 		"GetConfigForClient": {GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			c := pki.serverTLS()
-			c.NextProtos = []string{"erpc/1"} // a config from the callback is the user's, unchecked
+			c.NextProtos = nil // completed with erpc's ALPN, as WithTLS's own config is
 			return c, nil
 		}},
 	} {
