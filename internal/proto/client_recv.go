@@ -188,7 +188,9 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 		sl.status = h.Code
 		sl.respMeta = h.Flags&wire.FlagMetadata != 0
 		sl.call.resp = sized(sl.call.resp, sl.respSize)
-		cs.stamp(i) // its requests for response packets queue now
+		if sl.hasNew() {
+			cs.stamp(i) // its requests for response packets queue now
+		}
 	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status || (h.Flags&wire.FlagMetadata != 0) != sl.respMeta {
 		e.stats.DropMalformed++
 		return
@@ -285,16 +287,24 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	e.byRemote[s.remoteKey()] = s
 	cs.credits = s.negotiate(&e.cfg, &c)
 	cs.paths = e.cfg.Paths
-	cs.largest = make([]seqMark, cs.paths)
+	cs.largest = cs.largest1[:]
+	if cs.paths != 1 {
+		cs.largest = make([]seqMark, cs.paths)
+	}
+	cs.flight.useInline()
 	cs.avail = cs.credits
 	ccfg := e.cfg.CC
 	ccfg.MaxWindow = float64(cs.credits)
 	ccfg.PacketSize = s.dpp + wire.HeaderLen
 	cs.cc.Init(ccfg, cs.paths)
 	cs.slots = make([]clientSlot, s.window)
+	cs.live.reset(uint32(s.window))
 	for i := range cs.slots {
 		cs.slots[i].reqNum = uint64(i)
 		cs.slots[i].lastProgress = Never
+	}
+	if s.window <= len(cs.free.inline) {
+		cs.free.useInline()
 	}
 	for i := len(cs.slots) - 1; i >= 0; i-- {
 		cs.free.push(i)

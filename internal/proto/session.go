@@ -25,7 +25,6 @@ type session struct {
 	lastHeard Time // last valid packet from the peer
 
 	deadline Time // timer heap key (client sessions)
-	heapIdx  int
 	stale    bool // in Engine.stale
 
 	c *clientSide
