@@ -3,6 +3,8 @@ package proto
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/erpc-go/erpc/internal/wire"
 )
 
 // TestBitmapModel checks set, clear and next against a plain array of
@@ -35,6 +37,22 @@ func TestBitmapModel(t *testing.T) {
 			}
 			if got := b.next(from); got != want {
 				t.Fatalf("round %d (n %d): next(%d) = %d, want %d", round, n, from, got, want)
+			}
+		}
+	}
+}
+
+// TestSlotOf checks the slot of a request number, masked or divided,
+// against the modulo it stands for.
+func TestSlotOf(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for w := 1; w <= 70; w++ {
+		var s session
+		s.negotiate(&Config{Window: w, MaxMsgSize: 1, MaxPacketSize: 64}, &wire.Connect{Window: 1024, MaxMsgSize: 1, MaxData: 1})
+		for range 200 {
+			n := rng.Uint64()
+			if got := s.slotOf(n); got != int(n%uint64(w)) {
+				t.Fatalf("window %d: slotOf(%d) = %d, want %d", w, n, got, n%uint64(w))
 			}
 		}
 	}

@@ -96,15 +96,20 @@ func (e *Engine) StartCallFlags(now Time, id SessionID, reqType uint32, req, res
 	if max := e.callLimit(s); len(req) > max {
 		return 0, &SizeError{Size: len(req), Max: max, Request: true}
 	}
-	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, deadline: deadline, flags: flags & wire.FlagMetadata, tag: tag}
+	cs := s.c
+	cid := e.nextCallID
 	e.nextCallID++
-	s.c.pending++
-	if !e.startNow(now, s, &c) {
-		s.c.backlog.push(c)
+	cs.pending++
+	c := call{id: cid, reqType: reqType, req: req, resp: resp, deadline: deadline, flags: flags & wire.FlagMetadata, tag: tag}
+	if i := e.fastSlot(s); i >= 0 {
+		cs.slots[i].call = c
+		e.startNow(now, s, i)
+	} else {
+		cs.backlog.push(c)
 		e.pump(now, s)
 	}
 	e.settle(now, s)
-	return c.id, nil
+	return cid, nil
 }
 
 // Cancel abandons a pending call. Its EventResponse (with ErrCanceled) is

@@ -70,7 +70,7 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 // activeSlot returns the slot carrying request reqNum if it is still in
 // progress, or -1: replies to finished or canceled requests are stale.
 func activeSlot(s *session, reqNum uint64) int {
-	i := int(reqNum % uint64(s.window))
+	i := s.slotOf(reqNum)
 	sl := &s.c.slots[i]
 	if sl.state != cslotActive || sl.reqNum != reqNum {
 		return -1
@@ -90,7 +90,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		return
 	}
 	r := cs.flight.recs[j]
-	if int(r.slot) != int(h.ReqNum%uint64(s.window)) || cs.slots[r.slot].reqNum != h.ReqNum || !answers(h, &r) {
+	if int(r.slot) != s.slotOf(h.ReqNum) || cs.slots[r.slot].reqNum != h.ReqNum || !answers(h, &r) {
 		e.stats.DropMalformed++
 		return
 	}
@@ -235,7 +235,7 @@ func (e *Engine) onNack(now Time, s *session, h *wire.Header) {
 
 // onCancelAck: the server dropped a canceled request; its slot is free.
 func (e *Engine) onCancelAck(s *session, h *wire.Header) {
-	i := int(h.ReqNum % uint64(s.window))
+	i := s.slotOf(h.ReqNum)
 	sl := &s.c.slots[i]
 	if sl.state != cslotCanceling || sl.reqNum != h.ReqNum {
 		e.stats.DropStale++
@@ -427,6 +427,6 @@ func echoesOutstanding(s *session, h *wire.Header) bool {
 	if cs.pingOut && h.TxSeq == cs.pingSeq {
 		return h.ReqNum == 0
 	}
-	sl := &cs.slots[h.ReqNum%uint64(s.window)]
+	sl := &cs.slots[s.slotOf(h.ReqNum)]
 	return sl.state == cslotCanceling && sl.reqNum == h.ReqNum && sl.cancelSeq == h.TxSeq
 }

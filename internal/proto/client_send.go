@@ -21,8 +21,8 @@ func (e *Engine) pump(now Time, s *session) {
 		if i < 0 {
 			break
 		}
-		c := cs.backlog.pop()
-		if e.startSlot(s, i, &c) {
+		cs.slots[i].call = cs.backlog.pop()
+		if e.startSlot(s, i) {
 			cs.stamp(i)
 		}
 	}
@@ -74,12 +74,13 @@ func (e *Engine) maySend(now Time, cs *clientSide) bool {
 	return true
 }
 
-// startSlot puts call c into free slot i, and reports whether the slot
-// then has the call's request to send (the caller queues it): a request
-// larger than the session takes is refused at once instead.
-func (e *Engine) startSlot(s *session, i int, c *call) bool {
+// startSlot starts the call the caller put into free slot i, and reports
+// whether the slot then has the call's request to send (the caller
+// queues it): a request larger than the session takes is refused at
+// once instead.
+func (e *Engine) startSlot(s *session, i int) bool {
 	sl := &s.c.slots[i]
-	sl.call = *c
+	c := &sl.call
 	s.c.live.set(uint32(i))
 	if len(c.req) > s.maxMsg { // the server accepts less than we thought
 		// A refusal of this call alone, as StartCall's: the session
@@ -105,31 +106,36 @@ func (e *Engine) startSlot(s *session, i int, c *call) bool {
 	return true
 }
 
-// startNow is StartCall's one-packet path: a call that finds no call
-// waiting before it, a free slot and nothing queued to send goes into
-// its slot and out at once, without the backlog and the send queue
-// (pump's general path, which it reports false to leave the call to).
-// Order is kept: nothing is waiting to go before it. What credits or
-// congestion control hold back is queued as pump would queue it.
-func (e *Engine) startNow(now Time, s *session, c *call) bool {
+// fastSlot is StartCall's one-packet path: for a call that finds no
+// call waiting before it and nothing queued to send, it returns a free
+// slot for the caller to put the call in and start with startNow, or -1:
+// the call then goes through the backlog and pump, the general path.
+// Order is kept: nothing is waiting to go before it.
+func (e *Engine) fastSlot(s *session) int {
 	cs := s.c
 	if !s.up || cs.backlog.n > 0 || cs.sendq.n > 0 || e.generalStart {
-		return false
+		return -1
 	}
 	i := cs.free.pop()
-	if i < 0 {
-		return false
+	if i >= 0 {
+		e.fastStarts++
 	}
-	e.fastStarts++
-	if !e.startSlot(s, i, c) {
-		return true
+	return i
+}
+
+// startNow starts the call put into slot i (fastSlot) and sends what
+// credits and congestion control let go at once, without the backlog
+// and the send queue; what they hold back is queued as pump would.
+func (e *Engine) startNow(now Time, s *session, i int) {
+	if !e.startSlot(s, i) {
+		return
 	}
+	cs := s.c
 	cs.pacedUntil = Never
 	e.sendSlot(now, s, i)
 	if cs.slots[i].hasNew() {
 		cs.stamp(i)
 	}
-	return true
 }
 
 // sendSlot sends slot i's next new packets while credits last.

@@ -79,10 +79,12 @@
 //     sit on a stack and the next slot to send in a stamped queue
 //     (sendorder.go), in-flight records are found by binary search.
 //     A call that finds no call waiting, a free slot and nothing queued
-//     to send goes into its slot and out at once (startNow), without the
-//     backlog and the send queue, which only calls held back use;
-//     TestStartNowMatchesGeneralPath holds it to the general path's
-//     bytes. The timer's walks visit only the slots not free (a bitmap).
+//     to send goes into its slot and out at once (fastSlot, startNow),
+//     without the backlog and the send queue, which only calls held back
+//     use; TestStartNowMatchesGeneralPath holds it to the general path's
+//     bytes. The timer's walks visit only the slots not free (a bitmap),
+//     and a slot is found from a request number by a mask when the
+//     window is a power of two.
 //   - What a call touches per session stays small, so that thousands of
 //     sessions cost little more per call than one: a session and its
 //     client or server half are one allocation; the first in-flight

@@ -33,6 +33,9 @@ func TestStartNowMatchesGeneralPath(t *testing.T) {
 		if a.cli.fastStarts == 0 || a.cli.fastStarts == a.started {
 			t.Fatalf("seed %d: %d of %d calls took the one-packet path: both paths must be exercised", seed, a.cli.fastStarts, a.started)
 		}
+		if a.answered == 0 {
+			t.Fatalf("seed %d: no call answered", seed)
+		}
 		fast += a.cli.fastStarts
 	}
 	t.Logf("%d calls took the one-packet path", fast)
@@ -48,6 +51,8 @@ type lockstep struct {
 	now      Time
 	held     []ReqHandle
 	calls    []CallID
+	reqs     map[CallID][]byte
+	answered int // calls completed with a response, checked against their request
 	started  int
 	trace    []byte
 	buf      []byte
@@ -56,10 +61,11 @@ type lockstep struct {
 func newLockstep(seed uint64, general bool) *lockstep {
 	// Half the seeds with congestion control, whose window and pacer
 	// hold packets back too.
-	cfg := Config{MaxPacketSize: 240, Window: 4, Credits: 6, NoCongestionControl: seed%2 == 0}
+	// Windows of a power of two and not (slotOf masks or divides).
+	cfg := Config{MaxPacketSize: 240, Window: []int{4, 3, 5}[seed%3], Credits: 6, NoCongestionControl: seed%2 == 0}
 	ccfg, scfg := cfg, cfg
 	ccfg.Random, scfg.Random = seedRandom(seed), seedRandom(seed+1000)
-	l := &lockstep{cli: New(ccfg), srv: New(scfg), rng: rand.New(rand.NewPCG(seed, 3)), now: 1}
+	l := &lockstep{cli: New(ccfg), srv: New(scfg), rng: rand.New(rand.NewPCG(seed, 3)), now: 1, reqs: map[CallID][]byte{}}
 	l.cli.generalStart = general
 	l.sid = l.cli.Connect(l.now, serverAddr)
 	for range 3 {
@@ -87,6 +93,7 @@ func (l *lockstep) step() []byte {
 		}
 		l.started++
 		l.calls = append(l.calls, id)
+		l.reqs[id] = req
 	}
 	if len(l.calls) > 0 && l.rng.IntN(10) == 0 {
 		l.cli.Cancel(l.now, l.sid, l.calls[l.rng.IntN(len(l.calls))])
@@ -133,6 +140,15 @@ func (l *lockstep) drainEvents() {
 	for ev, ok := l.cli.NextEvent(); ok; ev, ok = l.cli.NextEvent() {
 		l.trace = fmt.Appendf(l.trace, "|cli %v %d %d %x %v", ev.Type, ev.Call, ev.Status, ev.Data, ev.Err)
 		if ev.Type == EventResponse {
+			// The handler answers with the request's first bytes.
+			if req := l.reqs[ev.Call]; ev.Err == nil {
+				n := min(len(req), len(ev.Data))
+				if !bytes.Equal(ev.Data[:n], req[:n]) {
+					panic(fmt.Sprintf("call %d: the response does not echo its request", ev.Call))
+				}
+				l.answered++
+			}
+			delete(l.reqs, ev.Call)
 			for i, id := range l.calls {
 				if id == ev.Call {
 					l.calls = append(l.calls[:i], l.calls[i+1:]...)

@@ -125,7 +125,7 @@ func (e *Engine) confirm(now Time, s *session) {
 // onReq handles a request data packet.
 func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 	s.s.unseen = max(s.s.unseen, h.ReqNum+1)
-	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
+	sl := &s.s.slots[s.slotOf(h.ReqNum)]
 	if int(h.MsgSize) > s.maxMsg {
 		if sl.state == sslotIdle || h.ReqNum > sl.reqNum {
 			e.retireSlot(sl)
@@ -224,7 +224,7 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 
 // onRFR sends the response packet the client asks for.
 func (e *Engine) onRFR(s *session, h *wire.Header) {
-	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
+	sl := &s.s.slots[s.slotOf(h.ReqNum)]
 	if h.ReqNum != sl.reqNum {
 		e.stats.DropStale++
 		return
@@ -249,7 +249,7 @@ func (e *Engine) onRFR(s *session, h *wire.Header) {
 // reassembly is freed, a running handler is told (EventRequestCanceled), a
 // stored response is discarded. The slot then waits for the next number.
 func (e *Engine) onCancel(s *session, h *wire.Header) {
-	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
+	sl := &s.s.slots[s.slotOf(h.ReqNum)]
 	if sl.state != sslotIdle && h.ReqNum < sl.reqNum {
 		e.stats.DropStale++
 		return
