@@ -110,9 +110,11 @@ func BenchmarkRoundTrip(b *testing.B) {
 	p.packets, p.bytes = 0, 0
 	b.ReportAllocs()
 	b.SetBytes(64)
+	cpu0 := cpuTime()
 	for b.Loop() {
 		p.roundTrip(b)
 	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op")
 	b.ReportMetric(float64(p.packets)/float64(b.N), "pkts/op")
 	// Every packet carries 32 payload bytes; the rest is header.
 	b.ReportMetric(float64(p.bytes-32*p.packets)/float64(p.packets), "hdrB/pkt")

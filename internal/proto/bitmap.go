@@ -1,5 +1,7 @@
 package proto
 
+import "math/bits"
+
 // bitmap records which packets of a message have arrived or been
 // acknowledged. Messages of up to 64 packets, the common case, use the inline
 // word; larger ones reuse a slice that is kept across messages, so steady
@@ -32,6 +34,35 @@ func (b *bitmap) set(i uint32) (was bool) {
 	was = *w&m != 0
 	*w |= m
 	return was
+}
+
+// clear unmarks bit i.
+func (b *bitmap) clear(i uint32) {
+	w, m := b.word(i)
+	*w &^= m
+}
+
+// next returns the lowest set bit at or above from, or -1.
+func (b *bitmap) next(from uint32) int {
+	if len(b.big) == 0 {
+		if from >= 64 {
+			return -1
+		}
+		if w := b.small >> from; w != 0 {
+			return int(from) + bits.TrailingZeros64(w)
+		}
+		return -1
+	}
+	for k := int(from / 64); k < len(b.big); k++ {
+		w := b.big[k]
+		if k == int(from/64) {
+			w &= ^uint64(0) << (from & 63)
+		}
+		if w != 0 {
+			return k*64 + bits.TrailingZeros64(w)
+		}
+	}
+	return -1
 }
 
 func (b *bitmap) word(i uint32) (*uint64, uint64) {

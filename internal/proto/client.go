@@ -19,13 +19,19 @@ func (e *Engine) Connect(now Time, addr netip.AddrPort) SessionID {
 // tag only.
 func (e *Engine) ConnectTagged(now Time, addr netip.AddrPort, tag uint64) SessionID {
 	e.touch(now)
-	s := &session{peer: addr, lastHeard: now, tag: tag}
-	s.c = &clientSide{
-		waitStart:  now,
-		connectDue: now.Add(e.cfg.FailureTimeout),
-		lastSent:   now,
-		pacedUntil: Never,
-	}
+	// One allocation for both halves: a call reads both, and adjacent
+	// they share cache lines (and the hardware's next-line prefetch).
+	both := &struct {
+		s session
+		c clientSide
+	}{}
+	s := &both.s
+	s.peer, s.lastHeard, s.tag = addr, now, tag
+	s.c = &both.c
+	s.c.waitStart = now
+	s.c.connectDue = now.Add(e.cfg.FailureTimeout)
+	s.c.lastSent = now
+	s.c.pacedUntil = Never
 	if e.cfg.Uncongested != nil && e.cfg.Uncongested(addr) {
 		// No network between: a datagram is lost only to a full socket
 		// buffer, which credits prevent, and what delays a reply is the
@@ -90,13 +96,20 @@ func (e *Engine) StartCallFlags(now Time, id SessionID, reqType uint32, req, res
 	if max := e.callLimit(s); len(req) > max {
 		return 0, &SizeError{Size: len(req), Max: max, Request: true}
 	}
-	c := call{id: e.nextCallID, reqType: reqType, req: req, resp: resp, deadline: deadline, flags: flags & wire.FlagMetadata, tag: tag}
+	cs := s.c
+	cid := e.nextCallID
 	e.nextCallID++
-	s.c.pending++
-	s.c.backlog.push(c)
-	e.pump(now, s)
+	cs.pending++
+	c := call{id: cid, reqType: reqType, req: req, resp: resp, deadline: deadline, flags: flags & wire.FlagMetadata, tag: tag}
+	if i := e.fastSlot(s); i >= 0 {
+		cs.slots[i].call = c
+		e.startNow(now, s, i)
+	} else {
+		cs.backlog.push(c)
+		e.pump(now, s)
+	}
 	e.settle(now, s)
-	return c.id, nil
+	return cid, nil
 }
 
 // Cancel abandons a pending call. Its EventResponse (with ErrCanceled) is
@@ -247,8 +260,9 @@ func (e *Engine) finishCall(s *session, i int, data []byte, status uint8, err er
 	if sl.txRound == e.round && len(sl.call.req) > 0 {
 		e.withdraw(sl.call.req) // the caller may reuse req the moment it hears
 	}
-	e.emitEvent(Event{Type: EventResponse, Session: s.id(), Call: sl.call.id, Tag: sl.call.tag,
-		Data: data, Status: status, Err: err, Retransmits: sl.retx, Meta: err == nil && sl.respMeta})
+	ev := e.newEvent(EventResponse)
+	ev.Session, ev.Call, ev.Tag, ev.Data, ev.Status = s.id(), sl.call.id, sl.call.tag, data, status
+	ev.Err, ev.Retransmits, ev.Meta = err, sl.retx, err == nil && sl.respMeta
 	sl.call = call{}
 	cs.pending--
 }
@@ -263,6 +277,7 @@ func (e *Engine) releaseSlot(s *session, i int) {
 		sl.sent = false
 	}
 	sl.state = cslotFree
+	s.c.live.clear(uint32(i))
 	s.c.free.push(i)
 	sl.unexecuted = false
 	sl.reqAcked.shrink(16)

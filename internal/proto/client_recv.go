@@ -70,7 +70,7 @@ func (e *Engine) clientReceive(now Time, from netip.AddrPort, h *wire.Header, pa
 // activeSlot returns the slot carrying request reqNum if it is still in
 // progress, or -1: replies to finished or canceled requests are stale.
 func activeSlot(s *session, reqNum uint64) int {
-	i := int(reqNum % uint64(s.window))
+	i := s.slotOf(reqNum)
 	sl := &s.c.slots[i]
 	if sl.state != cslotActive || sl.reqNum != reqNum {
 		return -1
@@ -90,7 +90,7 @@ func (e *Engine) ackReply(now Time, s *session, h *wire.Header) {
 		return
 	}
 	r := cs.flight.recs[j]
-	if int(r.slot) != int(h.ReqNum%uint64(s.window)) || cs.slots[r.slot].reqNum != h.ReqNum || !answers(h, &r) {
+	if int(r.slot) != s.slotOf(h.ReqNum) || cs.slots[r.slot].reqNum != h.ReqNum || !answers(h, &r) {
 		e.stats.DropMalformed++
 		return
 	}
@@ -188,7 +188,9 @@ func (e *Engine) onResp(now Time, s *session, h *wire.Header, payload []byte) {
 		sl.status = h.Code
 		sl.respMeta = h.Flags&wire.FlagMetadata != 0
 		sl.call.resp = sized(sl.call.resp, sl.respSize)
-		cs.stamp(i) // its requests for response packets queue now
+		if sl.hasNew() {
+			cs.stamp(i) // its requests for response packets queue now
+		}
 	} else if int(h.MsgSize) != sl.respSize || h.Code != sl.status || (h.Flags&wire.FlagMetadata != 0) != sl.respMeta {
 		e.stats.DropMalformed++
 		return
@@ -233,7 +235,7 @@ func (e *Engine) onNack(now Time, s *session, h *wire.Header) {
 
 // onCancelAck: the server dropped a canceled request; its slot is free.
 func (e *Engine) onCancelAck(s *session, h *wire.Header) {
-	i := int(h.ReqNum % uint64(s.window))
+	i := s.slotOf(h.ReqNum)
 	sl := &s.c.slots[i]
 	if sl.state != cslotCanceling || sl.reqNum != h.ReqNum {
 		e.stats.DropStale++
@@ -285,16 +287,24 @@ func (e *Engine) onConnectAck(now Time, s *session, h *wire.Header, payload []by
 	e.byRemote[s.remoteKey()] = s
 	cs.credits = s.negotiate(&e.cfg, &c)
 	cs.paths = e.cfg.Paths
-	cs.largest = make([]seqMark, cs.paths)
+	cs.largest = cs.largest1[:]
+	if cs.paths != 1 {
+		cs.largest = make([]seqMark, cs.paths)
+	}
+	cs.flight.useInline()
 	cs.avail = cs.credits
 	ccfg := e.cfg.CC
 	ccfg.MaxWindow = float64(cs.credits)
 	ccfg.PacketSize = s.dpp + wire.HeaderLen
 	cs.cc.Init(ccfg, cs.paths)
 	cs.slots = make([]clientSlot, s.window)
+	cs.live.reset(uint32(s.window))
 	for i := range cs.slots {
 		cs.slots[i].reqNum = uint64(i)
 		cs.slots[i].lastProgress = Never
+	}
+	if s.window <= len(cs.free.inline) {
+		cs.free.useInline()
 	}
 	for i := len(cs.slots) - 1; i >= 0; i-- {
 		cs.free.push(i)
@@ -417,6 +427,6 @@ func echoesOutstanding(s *session, h *wire.Header) bool {
 	if cs.pingOut && h.TxSeq == cs.pingSeq {
 		return h.ReqNum == 0
 	}
-	sl := &cs.slots[h.ReqNum%uint64(s.window)]
+	sl := &cs.slots[s.slotOf(h.ReqNum)]
 	return sl.state == cslotCanceling && sl.reqNum == h.ReqNum && sl.cancelSeq == h.TxSeq
 }

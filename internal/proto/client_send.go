@@ -21,7 +21,10 @@ func (e *Engine) pump(now Time, s *session) {
 		if i < 0 {
 			break
 		}
-		e.startSlot(s, i, cs.backlog.pop())
+		cs.slots[i].call = cs.backlog.pop()
+		if e.startSlot(s, i) {
+			cs.stamp(i)
+		}
 	}
 	cs.pacedUntil = Never
 	for cs.avail > 0 {
@@ -71,17 +74,21 @@ func (e *Engine) maySend(now Time, cs *clientSide) bool {
 	return true
 }
 
-// startSlot puts call c into free slot i.
-func (e *Engine) startSlot(s *session, i int, c call) {
+// startSlot starts the call the caller put into free slot i, and reports
+// whether the slot then has the call's request to send (the caller
+// queues it): a request larger than the session takes is refused at
+// once instead.
+func (e *Engine) startSlot(s *session, i int) bool {
 	sl := &s.c.slots[i]
-	sl.call = c
+	c := &sl.call
+	s.c.live.set(uint32(i))
 	if len(c.req) > s.maxMsg { // the server accepts less than we thought
 		// A refusal of this call alone, as StartCall's: the session
 		// goes on. Not ErrNotExecuted, which says the session ended
 		// (and another would refuse the call too).
 		sl.state = cslotActive
 		e.completeSlot(s, i, nil, 0, &SizeError{Size: len(c.req), Max: s.maxMsg, Request: true})
-		return
+		return false
 	}
 	sl.state = cslotActive
 	sl.status = 0
@@ -96,7 +103,39 @@ func (e *Engine) startSlot(s *session, i int, c call) {
 	sl.respGotN = 0
 	sl.rfrNext = 1
 	sl.lastProgress = Never
-	s.c.stamp(i)
+	return true
+}
+
+// fastSlot is StartCall's one-packet path: for a call that finds no
+// call waiting before it and nothing queued to send, it returns a free
+// slot for the caller to put the call in and start with startNow, or -1:
+// the call then goes through the backlog and pump, the general path.
+// Order is kept: nothing is waiting to go before it.
+func (e *Engine) fastSlot(s *session) int {
+	cs := s.c
+	if !s.up || cs.backlog.n > 0 || cs.sendq.n > 0 || e.generalStart {
+		return -1
+	}
+	i := cs.free.pop()
+	if i >= 0 {
+		e.fastStarts++
+	}
+	return i
+}
+
+// startNow starts the call put into slot i (fastSlot) and sends what
+// credits and congestion control let go at once, without the backlog
+// and the send queue; what they hold back is queued as pump would.
+func (e *Engine) startNow(now Time, s *session, i int) {
+	if !e.startSlot(s, i) {
+		return
+	}
+	cs := s.c
+	cs.pacedUntil = Never
+	e.sendSlot(now, s, i)
+	if cs.slots[i].hasNew() {
+		cs.stamp(i)
+	}
 }
 
 // sendSlot sends slot i's next new packets while credits last.
@@ -205,6 +244,9 @@ func (e *Engine) choosePath(now Time, s *session, lost int) uint8 {
 func (e *Engine) detectLoss(now Time, s *session) {
 	cs := s.c
 	thresh := uint32(e.cfg.ReorderThreshold)
+	if cs.flight.len() == 0 {
+		return
+	}
 	newest, any := cs.largestAnswered()
 	if !any {
 		return
@@ -244,7 +286,7 @@ func (e *Engine) clientDeadline(s *session) Time {
 			d = minTime(d, r.sentAt.Add(loss))
 		}
 	}
-	for i := range cs.slots {
+	for i := cs.nextLive(0); i >= 0; i = cs.nextLive(i + 1) {
 		sl := &cs.slots[i]
 		switch {
 		case sl.waiting():
@@ -306,7 +348,7 @@ func (e *Engine) clientTimer(now Time, s *session) {
 	if now >= cs.pacedUntil {
 		e.pump(now, s) // the pacer lets the next packets go
 	}
-	for i := range cs.slots {
+	for i := cs.nextLive(0); i >= 0; i = cs.nextLive(i + 1) {
 		sl := &cs.slots[i]
 		switch {
 		case sl.waiting() && now >= sl.lastProgress.Add(e.probeDelay(cs, sl.probes)):

@@ -73,6 +73,7 @@ func (sl *clientSlot) waiting() bool {
 type clientSide struct {
 	draining bool // the server said it is shutting down (EventDraining sent)
 	slots    []clientSlot
+	live     bitmap // the slots not free (see nextLive)
 	backlog  callQueue
 	pending  int // calls accepted and not completed
 	cancelsN int // slots canceling
@@ -81,12 +82,12 @@ type clientSide struct {
 	avail    int // not held by in-flight packets
 	paths    int // the paths (client source ports) the session sprays over
 	nextPath int // round robin's next, without congestion control
-	// Congestion control: the window, the pacer and the path choice.
-	// pacedUntil is when the pacer lets the next new packet go, if it has
-	// held one back (Never otherwise): the session's timer comes back then.
+	// Congestion control (cc, last below): the window, the pacer and the
+	// path choice. pacedUntil is when the pacer lets the next new packet
+	// go, if it has held one back (Never otherwise): the session's timer
+	// comes back then.
 	noCC       bool // credits alone: NoCongestionControl, or an Uncongested peer
 	lean       bool // a Reliable peer: no loss detection, no RTT samples, a safety-net timer only (implies noCC)
-	cc         cc.Controller
 	pacedUntil Time
 	flight     inflightList
 	rtt        rttEstimator
@@ -94,7 +95,8 @@ type clientSide struct {
 	// Per path, the largest sequence number answered: a packet is taken
 	// for lost when later packets on its own path were answered (packets
 	// on a faster path overtake it without saying anything of it).
-	largest []seqMark
+	largest  []seqMark
+	largest1 [1]seqMark // largest's memory on one path, the common case
 	// lastAck is when a reply last answered an in-flight packet (0: never).
 	// Retransmission timers run from it as well as from each packet's
 	// send time, as TCP restarts its timer on every ACK: packets queued
@@ -138,6 +140,11 @@ type clientSide struct {
 	pingTries  uint8
 
 	challengeOK Time // when a path challenge may next make it resend (migrate.go)
+
+	// The controller is most of the struct's size (over a kilobyte):
+	// last, so that the fields every call touches share a few cache
+	// lines, and a session without congestion control never loads it.
+	cc cc.Controller
 }
 
 // seqMark is the largest sequence number answered on a path, if any.
@@ -162,6 +169,12 @@ func (cs *clientSide) largestAnswered() (seq uint32, ok bool) {
 	}
 	return seq, ok
 }
+
+// nextLive returns the first slot at or above i that is not free (a call
+// in it, or canceling), or -1. The timer's walks visit only these: a
+// slot is a few cache lines, and with thousands of sessions a walk over
+// every slot of a session was a cache miss per slot, for one busy slot.
+func (cs *clientSide) nextLive(i int) int { return cs.live.next(uint32(i)) }
 
 func (cs *clientSide) busy() bool { return cs.pending > 0 || cs.cancelsN > 0 || cs.pingOut }
 

@@ -12,6 +12,22 @@ import (
 
 func (e *Engine) emitEvent(ev Event) { e.events = append(e.events, ev) }
 
+// newEvent queues an event of type t and returns it for the caller to
+// fill in place: the per-call events (a request, a response) set three or
+// four of an Event's fields, and building a whole Event to copy it into
+// the queue cost more than the rest of their delivery. The queue's unused
+// capacity is zero (NextEvent clears each event it pops).
+func (e *Engine) newEvent(t EventType) *Event {
+	if n := len(e.events); n < cap(e.events) {
+		e.events = e.events[:n+1]
+	} else {
+		e.events = append(e.events, Event{})
+	}
+	ev := &e.events[len(e.events)-1]
+	ev.Type = t
+	return ev
+}
+
 func (e *Engine) newPacket() *Packet {
 	e.out = append(e.out, Packet{})
 	return &e.out[len(e.out)-1]

@@ -92,6 +92,12 @@ type Engine struct {
 	// Client sessions closed while their connect was unanswered, whose
 	// late connect-ack gets a disconnect (abandon.go).
 	abandoned []abandonedConnect
+
+	// fastStarts counts the calls StartCall sent on its one-packet path
+	// (startNow); generalStart, set by tests only, turns that path off,
+	// so that a test can compare the two (fastpath_test.go).
+	fastStarts   int
+	generalStart bool
 }
 
 // peerKey identifies a connect from the server's side: the client's
@@ -195,7 +201,7 @@ func (e *Engine) Tick(now Time) {
 	e.touch(now)
 	e.rescheduleStale()
 	due := e.due[:0]
-	for e.timers.len() > 0 && e.timers.top().deadline <= now {
+	for e.timers.len() > 0 && e.timers.topDeadline() <= now {
 		s := e.timers.pop()
 		s.deadline = Never
 		due = append(due, s)
@@ -224,7 +230,7 @@ func (e *Engine) NextDeadline() Time {
 	e.rescheduleStale()
 	d := minTime(minTime(e.nextSweep, e.poolSweepAt), e.halfOpenDeadline())
 	if e.timers.len() > 0 {
-		d = minTime(d, e.timers.top().deadline)
+		d = minTime(d, e.timers.topDeadline())
 	}
 	return d
 }
@@ -350,7 +356,6 @@ func (e *Engine) newSession(s *session) {
 		// seen the session's recent packets cannot guess at the first try.
 		s.c.txSeq = spare
 	}
-	s.heapIdx = -1
 	s.deadline = Never
 	e.sessions[s.num] = s
 }
@@ -450,8 +455,12 @@ func (e *Engine) rescheduleStale() {
 }
 
 // schedule brings s's timer entry up to date: it moves it earlier at once,
-// but leaves a later deadline for the timer to discover when it fires, which
-// keeps the common case (progress pushes the deadline out) off the heap.
+// but leaves a later deadline of a busy session for the timer to discover
+// when it fires, which keeps the common case (progress pushes the
+// deadline out) off the heap. An idle session's later deadline (its
+// keepalive) moves at once: its timer would otherwise fire for nothing
+// an RTO after each call, and with thousands of sessions each such
+// firing reads the session's cold state; the heap's own arrays stay warm.
 func (e *Engine) schedule(s *session) {
 	if s.c == nil {
 		return
@@ -459,10 +468,10 @@ func (e *Engine) schedule(s *session) {
 	d := e.clientDeadline(s)
 	switch {
 	case d == Never:
-	case s.heapIdx < 0:
+	case !e.timers.in(s):
 		s.deadline = d
 		e.timers.push(s)
-	case d < s.deadline:
+	case d < s.deadline, d > s.deadline && !s.c.busy():
 		s.deadline = d
 		e.timers.fix(s)
 	}

@@ -13,6 +13,9 @@ func TestInflightListMatchesSlice(t *testing.T) {
 	for seed := range uint64(50) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		var l inflightList
+		if seed%2 == 0 {
+			l.useInline() // as a session's list starts
+		}
 		var model []inflight
 		seq := uint32(0)
 		for step := range 2000 {

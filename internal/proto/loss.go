@@ -37,6 +37,20 @@ type inflight struct {
 type inflightList struct {
 	recs []inflight
 	buf  []inflight
+	// inline is buf until more than its records are in flight at once
+	// (useInline): a session with a call or two out keeps its records
+	// beside its other state, not in an array of their own, one cache
+	// line fewer per packet with thousands of sessions.
+	inline [inlineFlight]inflight
+}
+
+// inlineFlight is how many records a session keeps inline.
+const inlineFlight = 4
+
+// useInline makes the list, empty, start on its inline records.
+func (l *inflightList) useInline() {
+	l.buf = l.inline[:]
+	l.recs = l.buf[:0]
 }
 
 func (l *inflightList) len() int { return len(l.recs) }

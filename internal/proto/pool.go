@@ -58,7 +58,7 @@ func (e *Engine) newRequest(s *session, h *wire.Header) *Request {
 	size := int(h.MsgSize)
 	r.state = reqReceiving
 	r.sess = s
-	r.slot = uint16(h.ReqNum % uint64(s.window))
+	r.slot = uint16(s.slotOf(h.ReqNum))
 	r.reqNum = h.ReqNum
 	r.reqType = h.ReqType
 	r.pkts = uint32(wire.NumPackets(size, s.dpp))

@@ -9,7 +9,13 @@ package proto
 // slotStack is the session's free slots, the most recently freed on top.
 type slotStack struct {
 	idx []uint16
+	// inline holds idx for a window of up to its length (useInline), the
+	// default's: one array fewer to load per call.
+	inline [8]uint16
 }
+
+// useInline makes the stack, empty, keep up to len(inline) slots inline.
+func (st *slotStack) useInline() { st.idx = st.inline[:0] }
 
 func (st *slotStack) push(i int) { st.idx = append(st.idx, uint16(i)) }
 

@@ -125,7 +125,7 @@ func (e *Engine) confirm(now Time, s *session) {
 // onReq handles a request data packet.
 func (e *Engine) onReq(now Time, s *session, h *wire.Header, payload []byte) {
 	s.s.unseen = max(s.s.unseen, h.ReqNum+1)
-	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
+	sl := &s.s.slots[s.slotOf(h.ReqNum)]
 	if int(h.MsgSize) > s.maxMsg {
 		if sl.state == sslotIdle || h.ReqNum > sl.reqNum {
 			e.retireSlot(sl)
@@ -218,12 +218,13 @@ func (e *Engine) reassemble(now Time, s *session, sl *serverSlot, h *wire.Header
 	}
 	r.meta = h.Flags&wire.FlagMetadata != 0
 	e.owe(r)
-	e.emitEvent(Event{Type: EventRequest, Session: s.id(), Req: r.handle()})
+	ev := e.newEvent(EventRequest)
+	ev.Session, ev.Req = s.id(), r.handle()
 }
 
 // onRFR sends the response packet the client asks for.
 func (e *Engine) onRFR(s *session, h *wire.Header) {
-	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
+	sl := &s.s.slots[s.slotOf(h.ReqNum)]
 	if h.ReqNum != sl.reqNum {
 		e.stats.DropStale++
 		return
@@ -248,7 +249,7 @@ func (e *Engine) onRFR(s *session, h *wire.Header) {
 // reassembly is freed, a running handler is told (EventRequestCanceled), a
 // stored response is discarded. The slot then waits for the next number.
 func (e *Engine) onCancel(s *session, h *wire.Header) {
-	sl := &s.s.slots[h.ReqNum%uint64(s.window)]
+	sl := &s.s.slots[s.slotOf(h.ReqNum)]
 	if sl.state != sslotIdle && h.ReqNum < sl.reqNum {
 		e.stats.DropStale++
 		return
@@ -295,11 +296,18 @@ func (e *Engine) onConnect(now Time, from netip.AddrPort, h *wire.Header, payloa
 		e.refuse(from, h, c.Session, code)
 		return
 	}
-	s := &session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now, tag: e.rxTag}
+	// One allocation for both halves, which every request reads.
+	both := &struct {
+		s  session
+		ss serverSide
+	}{}
+	s := &both.s
+	*s = session{peer: from, remote: c.Session, peerToken: h.Token, up: true, lastHeard: now, tag: e.rxTag}
 	credits := s.negotiate(&e.cfg, &c)
 	// No slots yet: they come at confirmation (establish), once the
 	// client has proven it receives at its address.
-	s.s = &serverSide{key: key, metered: e.metered(from), opened: now}
+	both.ss = serverSide{key: key, metered: e.metered(from), opened: now}
+	s.s = &both.ss
 	e.newSession(s)
 	e.byPeer[key] = s
 	e.serverSessions++
