@@ -173,10 +173,14 @@ const DefaultMaxPeers = 1024
 
 // DefaultRingSize is the size of each direction's ring in a connection.
 // The engine keeps at most credits x packet size (32 x 64 KiB = 2 MiB) in
-// flight per session, so rings well above that rarely fill; a datagram that
-// finds its ring full waits in the connection's backlog.
-// The memory is allocated only as it is touched.
-const DefaultRingSize = 8 << 20
+// flight per session, so a ring of twice that holds a session's window
+// with room to spare; a datagram that finds its ring full waits in the
+// connection's backlog. A larger ring only spreads the same traffic over
+// more memory: the receiver's copy out of an 8 MiB ring ran slower than out
+// of a 4 MiB one, whose lines come back to the caches sooner
+// (docs/benchmarks/shm.md, 2026-11-26). The memory is allocated only as
+// it is touched.
+const DefaultRingSize = 4 << 20
 
 // Options tunes a shared-memory transport; the zero value is the default.
 type Options struct {
