@@ -28,8 +28,9 @@
 // until it is done, stalling the loop at an atomic load); it writes nothing
 // into the peer's memory; it reads every size and offset in shared memory at
 // most once, into a local that it validates (the ring size is taken from the
-// handshake, the record length is read once per record, each side keeps its
-// own ring position); and a garbled ring drops its connection (counted in
+// handshake, a record's length, and the gap that puts a large datagram's
+// body on a cache line, are read once per record, each side keeps its own
+// ring position); and a garbled ring drops its connection (counted in
 // Stats.Corrupt). See conn_linux.go for the handshake.
 //
 // What a local peer can and cannot do. Through its own connections it can
