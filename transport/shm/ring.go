@@ -42,7 +42,8 @@ import (
 // checked before use. A record never wraps: if it does not fit before the
 // end of the area, the producer fills the rest with a pad record and
 // starts the record at offset 0 (so a pad is never at offset 0, is shorter
-// than the record after it, and a call of next passes at most one pad).
+// than the largest record with its gap, and a call of next passes at most
+// one pad).
 // No record holds more than maxDatagram bytes, nor a gap of 64 or more.
 
 const (

@@ -167,14 +167,21 @@ func TestRingStaleBytesNoStamp(t *testing.T) {
 }
 
 // TestRingConcurrent runs a producer and a consumer goroutine over a small
-// ring and checks every record's checksum and order.
+// ring and checks every record's checksum and order: small records, and
+// records whose bodies are large enough to be aligned (gapAt) with pads and
+// gaps of every size.
 func TestRingConcurrent(t *testing.T) {
-	p, c := testRing(4096)
+	t.Run("small", func(t *testing.T) { ringConcurrent(t, 4096, 1100) })
+	t.Run("aligned", func(t *testing.T) { ringConcurrent(t, 64<<10, 3*alignMin) })
+}
+
+func ringConcurrent(t *testing.T, size, largest int) {
+	p, c := testRing(size)
 	const records = 20000
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		r := rand.New(rand.NewPCG(2, 2))
-		buf := make([]byte, 1100)
+		buf := make([]byte, largest)
 		for i := 0; i < records; {
 			n := 8 + r.IntN(len(buf)-8)
 			if r.IntN(8) == 0 {
