@@ -171,13 +171,12 @@ func TestRingStaleBytesNoStamp(t *testing.T) {
 // records whose bodies are large enough to be aligned (gapAt) with pads and
 // gaps of every size.
 func TestRingConcurrent(t *testing.T) {
-	t.Run("small", func(t *testing.T) { ringConcurrent(t, 4096, 1100) })
-	t.Run("aligned", func(t *testing.T) { ringConcurrent(t, 64<<10, 3*alignMin) })
+	t.Run("small", func(t *testing.T) { ringConcurrent(t, 4096, 1100, 20000) })
+	t.Run("aligned", func(t *testing.T) { ringConcurrent(t, 64<<10, 3*alignMin, 3000) })
 }
 
-func ringConcurrent(t *testing.T, size, largest int) {
+func ringConcurrent(t *testing.T, size, largest, records int) {
 	p, c := testRing(size)
-	const records = 20000
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		r := rand.New(rand.NewPCG(2, 2))
