@@ -147,7 +147,9 @@ func WithMaxMessageSize(n int) Option { return func(o *options) { o.engine.MaxMs
 // WithMaxPacketSize sets the largest datagram, header included (default
 // 1472, for a 1500-byte MTU; raise it on jumbo-frame networks): 104 (a
 // 40-byte header and a connect's 64 bytes) to 65575 (a 16-bit data
-// length), and never above what the transport carries.
+// length), and never above what the transport carries. Of a packet over
+// 65512 bytes, 65512 are used: 65472 bytes of data, a whole number of
+// cache lines, which the copies of a large message want.
 func WithMaxPacketSize(n int) Option { return func(o *options) { o.engine.MaxPacketSize = n } }
 
 // WithFailureTimeout sets how long a client waits without hearing from a

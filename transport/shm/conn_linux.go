@@ -88,7 +88,7 @@ const (
 	hdrRing   = 8
 	hdrHead   = 384
 	hdrSleep  = 768
-	memMagic  = 0x366d687363707265 // "erpcshm6": each side's memory its own, sealed against writes of others; each side's ring sized for its MaxDatagram
+	memMagic  = 0x376d687363707265 // "erpcshm7": each side's memory its own, sealed against writes of others; each side's ring sized for its MaxDatagram; records carry an alignment gap (ring.go)
 	helloSize = 64
 	replyRing = 40 // where the listener's reply holds the size of its ring
 

@@ -40,6 +40,11 @@ func TestHelperServer(t *testing.T) {
 	}
 	h := erpc.NewServer()
 	h.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil })
+	h.HandleRaw("Sink", func(r erpc.Request) { // 32 bytes back, whatever came (BenchmarkLargeCallProcess)
+		out := r.ResponseBuffer(32)
+		copy(out, r.Data())
+		r.Respond(out)
+	})
 	h.Handle("Slow", func(ctx context.Context, req []byte) ([]byte, error) {
 		select {
 		case <-ctx.Done():

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // FuzzRingConsumer: the consumer reads records a peer process wrote into
 // shared memory, so any ring content must end in records that lie inside
-// the ring, or in errCorrupt, never in a panic or a loop; what it reads
+// the ring (whatever the gap before them), or in errCorrupt, never in a panic or a loop; what it reads
 // in one pass adds up to at most one lap (stamps of a later lap cannot
 // match bytes that do not change); take never takes a record that costs
 // more than its room.
@@ -20,6 +21,12 @@ func FuzzRingConsumer(f *testing.F) {
 	p.put([]byte("head"), []byte("payload"))
 	p.put(nil, nil)
 	f.Add(append([]byte(nil), ring...))
+	// A record with a gap: 24 bytes of data 40 bytes after its header.
+	gapped := make([]byte, size)
+	binary.LittleEndian.PutUint64(gapped, 1)
+	binary.LittleEndian.PutUint32(gapped[8:], 24)
+	binary.LittleEndian.PutUint32(gapped[12:], recData|40<<16)
+	f.Add(gapped)
 	f.Add(binary.LittleEndian.AppendUint64(nil, 1))
 	f.Add(make([]byte, size))
 	f.Fuzz(func(t *testing.T, in []byte) {
@@ -28,7 +35,11 @@ func FuzzRingConsumer(f *testing.F) {
 		copy(data, in)
 		c := newConsumer(&head, data)
 		total := 0
+		base := uintptr(unsafe.Pointer(&data[0]))
 		for d, ok := c.next(); ok; d, ok = c.next() {
+			if at := uintptr(unsafe.Pointer(unsafe.SliceData(d))) - base; at+uintptr(len(d)) > size {
+				t.Fatalf("a %d-byte record at %d lies past the end of a %d-byte ring", len(d), at, size)
+			}
 			if total += len(d); total > size {
 				t.Fatalf("records add up to %d bytes in a %d-byte ring", total, size)
 			}

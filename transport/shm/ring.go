@@ -13,8 +13,13 @@ import (
 // A record's "ready" mark travels with its bytes (SHRIMP's lesson: the
 // arguments and the flag in one transfer). Each record starts with a
 // 16-byte header whose first word is the record's stream position plus
-// one (its stamp), followed by the length and the kind (uint32 each,
-// little endian), then the datagram, padded to a multiple of 16. The
+// one (its stamp), followed by the datagram's length (uint32) and a word
+// holding the kind (low 16 bits) and the gap (high 16 bits), little
+// endian, then gap bytes, then the datagram, padded to a multiple of 16.
+// The gap (under 64 bytes, and 0 but for a datagram with a large body)
+// puts the body of the datagram, behind its head (the engine's header),
+// on a cache line: both copies of a large message, into the ring and out
+// of it, then run at memmove's full speed. The
 // producer writes the length, kind and bytes, then stores the stamp with
 // an atomic store; the consumer polls the stamp of the record at its own
 // position with an atomic load, and when it matches, the bytes are there
@@ -37,8 +42,9 @@ import (
 // checked before use. A record never wraps: if it does not fit before the
 // end of the area, the producer fills the rest with a pad record and
 // starts the record at offset 0 (so a pad is never at offset 0, is shorter
-// than the record after it, and a call of next passes at most one pad).
-// No record holds more than maxDatagram bytes.
+// than the largest record with its gap, and a call of next passes at most
+// one pad).
+// No record holds more than maxDatagram bytes, nor a gap of 64 or more.
 
 const (
 	// maxDatagram is the largest datagram any transport of this package
@@ -49,6 +55,12 @@ const (
 	recHeader = 16
 	recData   = 1
 	recPad    = 2
+
+	// recAlign is the line a large datagram's body starts on (gapAt),
+	// alignMin the body size from which it does: memmove copies with
+	// REP MOVS from 2 KiB on.
+	recAlign = 64
+	alignMin = 2048
 )
 
 // errCorrupt reports a ring whose records make no sense: a peer that wrote
@@ -82,6 +94,16 @@ func newProducer(head *atomic.Uint64, data []byte) producer {
 // always fit once the consumer has caught up.
 func (p *producer) maxRecord() int { return int(p.size/2) - 2*recHeader }
 
+// gapAt is the gap a record at off leaves between its header and its
+// datagram, so that the body of the datagram, after head bytes, starts on
+// a cache line. A large copy into a line-aligned destination takes
+// memmove's fastest path (REP MOVS, which writes whole lines without
+// reading them first); into one 8 bytes off a line the copy into the ring
+// ran at three quarters of that speed on a Xeon (docs/benchmarks/shm.md).
+func gapAt(off uint64, head int) uint64 {
+	return -(off + recHeader + uint64(head)) & (recAlign - 1)
+}
+
 // put writes one record holding a followed by b and makes it visible to
 // the consumer. It returns false if the ring has no room (or the record is
 // too large).
@@ -90,11 +112,24 @@ func (p *producer) put(a, b []byte) bool {
 	if n > uint64(p.maxRecord()) {
 		return false
 	}
-	total := recHeader + align16(n)
+	// Only a large body is aligned: a small datagram's record stays
+	// compact (a call's header and data in as few lines as possible).
+	align := len(b) >= alignMin && n+recAlign <= uint64(p.maxRecord())
 	off := p.pos & p.mask
+	gap := uint64(0)
+	if align {
+		gap = gapAt(off, len(a))
+	}
+	total := recHeader + align16(gap+n)
 	need := total
-	if off+total > p.size {
-		need += p.size - off // the pad up to the end of the area
+	padded := off+total > p.size
+	if padded {
+		// The record starts at 0, after a pad up to the end of the area.
+		if align {
+			gap = gapAt(0, len(a))
+		}
+		total = recHeader + align16(gap+n)
+		need = p.size - off + total
 	}
 	// Room for the record and the stamp word cleared after it.
 	if p.pos+need+recHeader-p.headCache > p.size {
@@ -103,15 +138,16 @@ func (p *producer) put(a, b []byte) bool {
 			return false
 		}
 	}
-	padded, padAt, padPos := need != total, off, p.pos
+	padAt, padPos := off, p.pos
 	if padded {
 		p.pos += p.size - off
 		off = 0
 	}
 	binary.LittleEndian.PutUint32(p.data[off+8:], uint32(n))
-	binary.LittleEndian.PutUint32(p.data[off+12:], recData)
-	copy(p.data[off+recHeader:], a)
-	copy(p.data[off+recHeader+uint64(len(a)):], b)
+	binary.LittleEndian.PutUint32(p.data[off+12:], recData|uint32(gap)<<16)
+	start := off + recHeader + gap
+	copy(p.data[start:], a)
+	copy(p.data[start+uint64(len(a)):], b)
 	stampAt(p.data, (off+total)&p.mask).Store(0)
 	stampAt(p.data, off).Store(p.pos + 1)
 	if padded {
@@ -174,16 +210,16 @@ func (c *consumer) take(room uint64) ([]byte, bool) {
 	}
 	off := c.pos & c.mask
 	n := uint64(binary.LittleEndian.Uint32(c.data[off+8:]))
-	kind := binary.LittleEndian.Uint32(c.data[off+12:])
+	word := binary.LittleEndian.Uint32(c.data[off+12:]) // kind and gap: read once
 	skip := uint64(0)
-	if kind == recPad {
+	if word == recPad {
 		// A producer pads only a record that does not fit before the
 		// end of the area: never at 0 (pads chained lap after lap, a
 		// peer restamping offset 0, would hold this call with no record
 		// for a budget to count), never longer than a record, and it
 		// publishes the record at 0 before the pad.
 		skip = c.size - off
-		if off == 0 || skip > recHeader+maxDatagram {
+		if off == 0 || skip > recHeader+recAlign+maxDatagram {
 			c.err = errCorrupt
 			return nil, false
 		}
@@ -197,10 +233,11 @@ func (c *consumer) take(room uint64) ([]byte, bool) {
 		}
 		off = 0
 		n = uint64(binary.LittleEndian.Uint32(c.data[8:]))
-		kind = binary.LittleEndian.Uint32(c.data[12:])
+		word = binary.LittleEndian.Uint32(c.data[12:])
 	}
-	total := recHeader + align16(n)
-	if kind != recData || n > maxDatagram || off+total > c.size {
+	gap := uint64(word >> 16)
+	total := recHeader + align16(gap+n)
+	if word&0xFFFF != recData || gap >= recAlign || n > maxDatagram || off+total > c.size {
 		c.err = errCorrupt
 		return nil, false
 	}
@@ -208,7 +245,7 @@ func (c *consumer) take(room uint64) ([]byte, bool) {
 		return nil, false
 	}
 	c.pos += skip + total
-	start := off + recHeader
+	start := off + recHeader + gap
 	return c.data[start : start+n : start+n], true
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // testRing makes a producer and a consumer over a Go-allocated area, so
@@ -166,14 +167,20 @@ func TestRingStaleBytesNoStamp(t *testing.T) {
 }
 
 // TestRingConcurrent runs a producer and a consumer goroutine over a small
-// ring and checks every record's checksum and order.
+// ring and checks every record's checksum and order: small records, and
+// records whose bodies are large enough to be aligned (gapAt) with pads and
+// gaps of every size.
 func TestRingConcurrent(t *testing.T) {
-	p, c := testRing(4096)
-	const records = 20000
+	t.Run("small", func(t *testing.T) { ringConcurrent(t, 4096, 1100, 20000) })
+	t.Run("aligned", func(t *testing.T) { ringConcurrent(t, 64<<10, 3*alignMin, 3000) })
+}
+
+func ringConcurrent(t *testing.T, size, largest, records int) {
+	p, c := testRing(size)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		r := rand.New(rand.NewPCG(2, 2))
-		buf := make([]byte, 1100)
+		buf := make([]byte, largest)
 		for i := 0; i < records; {
 			n := 8 + r.IntN(len(buf)-8)
 			if r.IntN(8) == 0 {
@@ -255,5 +262,96 @@ func TestRingPadLongerThanRecord(t *testing.T) {
 	}
 	if c.end() != errCorrupt {
 		t.Fatal("a pad longer than any record not reported")
+	}
+}
+
+// TestRingAlignsLargeBodies: a datagram whose body (after its head, the
+// engine's header) is large lands in the ring with the body on a cache
+// line, whatever the record's offset, across pads and laps, so that both
+// copies of a large message run line-aligned; a small datagram's record
+// stays compact (no gap). Before the gap, a body behind a 40-byte header
+// started 56 bytes into a line.
+func TestRingAlignsLargeBodies(t *testing.T) {
+	const size = 256 << 10
+	p, c := testRing(size)
+	r := rand.New(rand.NewPCG(5, 5))
+	aligned, small := 0, 0
+	for round := range 3000 {
+		head := make([]byte, r.IntN(100))
+		body := make([]byte, r.IntN(3*alignMin))
+		for i := range head {
+			head[i] = byte(r.Uint32())
+		}
+		for i := range body {
+			body[i] = byte(r.Uint32())
+		}
+		before := p.pos
+		if !p.put(head, body) {
+			t.Fatalf("round %d: no room in an empty ring", round)
+		}
+		// A small datagram's record: at the producer's position, or at
+		// 0 behind a pad if it did not fit before the end.
+		start := before & (size - 1)
+		if start+recHeader+align16(uint64(len(head)+len(body))) > size {
+			start = 0
+		}
+		d, ok := c.next()
+		if !ok || !bytes.Equal(d[:len(head)], head) || !bytes.Equal(d[len(head):], body) {
+			t.Fatalf("round %d: the datagram came back wrong", round)
+		}
+		at := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(d))) - uintptr(unsafe.Pointer(&c.data[0])))
+		if len(body) >= alignMin {
+			if (at+uint64(len(head)))%recAlign != 0 {
+				t.Fatalf("round %d: a %d-byte body behind a %d-byte head starts at %d, %d bytes into a line",
+					round, len(body), len(head), at+uint64(len(head)), (at+uint64(len(head)))%recAlign)
+			}
+			aligned++
+		} else {
+			if at != start+recHeader {
+				t.Fatalf("round %d: a %d-byte datagram starts %d bytes after its record", round, len(d), at-start)
+			}
+			small++
+		}
+		if err := c.end(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if aligned < 1000 || small < 500 || p.pos < 10*size {
+		t.Fatalf("%d large and %d small datagrams, %d bytes: too few to test", aligned, small, p.pos)
+	}
+}
+
+// TestRingGapCorrupt: the gap is the peer's to write, so a gap of a line
+// or more, or one that puts the datagram past the end of the area, is
+// corruption; nothing is read from outside the record.
+func TestRingGapCorrupt(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		n, gap uint32
+	}{
+		{"a gap of a whole line", 32, recAlign},
+		{"the largest gap field", 32, 0xFFFF},
+		{"a gap past the end of the area", 224, 48},
+	} {
+		p, c := testRing(256)
+		p.put([]byte("x"), nil)
+		binary.LittleEndian.PutUint32(p.data[8:], tc.n)
+		binary.LittleEndian.PutUint32(p.data[12:], recData|tc.gap<<16)
+		if d, ok := c.next(); ok {
+			t.Fatalf("%s: read %d bytes", tc.name, len(d))
+		}
+		if c.end() != errCorrupt {
+			t.Fatalf("%s: not reported as corrupt", tc.name)
+		}
+	}
+	// A pad's word carries no gap.
+	p, c := testRing(256)
+	p.put(make([]byte, 100), nil)
+	p.put(make([]byte, 100), nil) // does not fit before the end: a pad at 128
+	drain(t, c)
+	p.put(nil, nil)
+	binary.LittleEndian.PutUint32(p.data[12:], recData|8<<16) // the record after the pad: gap 8, length 0
+	if _, ok := c.next(); !ok || c.end() != nil {
+		t.Fatal("a record with a gap in range was refused")
 	}
 }

@@ -75,3 +75,34 @@ func TestRingSizesMismatched(t *testing.T) {
 		ln.Close()
 	}
 }
+
+// TestDefaultRingSize: a connection between transports with default
+// options maps 4 MiB rings, each side's and its peer's: twice a session's
+// window (TestRingHoldsWindows), half the 8 MiB they were, which spread
+// large messages over more memory than the caches hold.
+func TestDefaultRingSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.sock")
+	ln, err := Listen(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cl, err := Listen("", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	if _, err := cl.Resolve(path); err != nil {
+		t.Fatal(err)
+	}
+	waitConns(t, ln, 1)
+	for _, tr := range []*Transport{ln, cl} {
+		c := tr.snap.Load().conns[0]
+		if mine, peers := len(c.mem)-pageSize, len(c.peerMem)-pageSize; mine != 4<<20 || peers != 4<<20 {
+			t.Fatalf("rings of %d and %d bytes, want 4 MiB each", mine, peers)
+		}
+	}
+	if ln.MaxDatagram() != maxDatagram || cl.MaxDatagram() != maxDatagram {
+		t.Fatalf("MaxDatagram %d and %d, want %d", ln.MaxDatagram(), cl.MaxDatagram(), maxDatagram)
+	}
+}

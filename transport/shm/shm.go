@@ -28,8 +28,9 @@
 // until it is done, stalling the loop at an atomic load); it writes nothing
 // into the peer's memory; it reads every size and offset in shared memory at
 // most once, into a local that it validates (the ring size is taken from the
-// handshake, the record length is read once per record, each side keeps its
-// own ring position); and a garbled ring drops its connection (counted in
+// handshake, a record's length, and the gap that puts a large datagram's
+// body on a cache line, are read once per record, each side keeps its own
+// ring position); and a garbled ring drops its connection (counted in
 // Stats.Corrupt). See conn_linux.go for the handshake.
 //
 // What a local peer can and cannot do. Through its own connections it can
@@ -173,10 +174,14 @@ const DefaultMaxPeers = 1024
 
 // DefaultRingSize is the size of each direction's ring in a connection.
 // The engine keeps at most credits x packet size (32 x 64 KiB = 2 MiB) in
-// flight per session, so rings well above that rarely fill; a datagram that
-// finds its ring full waits in the connection's backlog.
-// The memory is allocated only as it is touched.
-const DefaultRingSize = 8 << 20
+// flight per session, so a ring of twice that holds a session's window
+// with room to spare; a datagram that finds its ring full waits in the
+// connection's backlog. A larger ring only spreads the same traffic over
+// more memory: the receiver's copy out of an 8 MiB ring ran slower than out
+// of a 4 MiB one, whose lines come back to the caches sooner
+// (docs/benchmarks/shm.md, 2026-11-26). The memory is allocated only as
+// it is touched.
+const DefaultRingSize = 4 << 20
 
 // Options tunes a shared-memory transport; the zero value is the default.
 type Options struct {

@@ -230,7 +230,7 @@ func (t *Transport) MaxDatagram() int { return t.maxDgram }
 func (t *Transport) SameHost() bool { return true }
 
 // PacketSize asks the endpoint for datagrams as large as it allows (64 KiB
-// of data per packet): an 8 MiB message is then 128 packets.
+// less a line of data per packet): an 8 MiB message is then 129 packets.
 func (t *Transport) PacketSize() int { return t.maxDgram }
 
 // Stats returns the transport's counters.
