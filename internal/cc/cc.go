@@ -199,6 +199,7 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, bytes int, path int, un
 	if !stalled {
 		c.pair(p, now, r, bytes)
 	}
+	p.link.deliver(now, bytes, c.cfg.PacketSize, stalled, 2*(r-p.base.min) >= c.queueing(p.base.min), c.bucket)
 	p.lastSample, p.lastSent, p.lastQueued, p.sampled = now, now-r, r-p.base.min, true
 	if stalled {
 		return
@@ -215,8 +216,8 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, bytes int, path int, un
 	p.delay = d
 	p.srtt = ewma(p.srtt, d)
 	c.srtt = ewma(c.srtt, d)
-	if p.tgtBase != p.base.min || p.tgtFS != c.fs || p.tgtPkt != p.pkt.min { // rarely: the target is cached
-		p.tgt, p.tgtBase, p.tgtFS, p.tgtPkt = c.target(p), p.base.min, c.fs, p.pkt.min
+	if p.tgtBase != p.base.min || p.tgtFS != c.fs || p.tgtPkt != p.link.est { // rarely: the target is cached
+		p.tgt, p.tgtBase, p.tgtFS, p.tgtPkt = c.target(p), p.base.min, c.fs, p.link.est
 	}
 	cong := d > p.tgt
 	if c.k > 1 && !c.rr {
@@ -329,7 +330,7 @@ func (c *Controller) queueing(base int64) int64 {
 // the path's bottleneck, from its packet-pair estimate (0 while it has
 // none), capped at LinkFloorMax.
 func (c *Controller) linkFloor(p *path) int64 {
-	return min(int64(c.cfg.LinkPackets*float64(p.pkt.min)), int64(c.cfg.LinkFloorMax))
+	return min(int64(c.cfg.LinkPackets*float64(p.link.est)), int64(c.cfg.LinkFloorMax))
 }
 
 // pair takes a packet-pair sample of path p's bottleneck from the
@@ -364,7 +365,7 @@ func (c *Controller) pair(p *path, now, r int64, bytes int) {
 	if g < minPacketTime {
 		return
 	}
-	p.pkt.add(now, g, c.bucket)
+	p.link.addPair(now, g, c.bucket)
 }
 
 // Target is the current target delay of path.
@@ -375,7 +376,7 @@ func (c *Controller) Target(path int) time.Duration {
 // PacketTime is path's estimated time for one full packet to cross its
 // bottleneck (the packet-pair estimate); 0 while there is none.
 func (c *Controller) PacketTime(path int) time.Duration {
-	return time.Duration(c.path(path).pkt.min)
+	return time.Duration(c.path(path).link.est)
 }
 
 // ObserveBase feeds path's base RTT a sample that says nothing about

@@ -133,3 +133,37 @@ func TestModelUnequalPaths(t *testing.T) {
 		}
 	}
 }
+
+// lateTimer is the mean lateness of the shaper's timer in the late-timer
+// scenarios: on the loaded test bed the TBF's watchdog ran tens to
+// hundreds of microseconds late and let the queue out in clumps.
+var lateTimer = []int64{30e3, 100e3}
+
+// TestModelLinkLateTimer: one session alone on a TBF whose timer fires
+// late (see link.late) keeps it busy at 50 Mbit/s to 1 Gbit/s, and its
+// packet-time estimate is not dragged below the link's by the clumps:
+// within [0.7, 1.5] of a full packet's time.
+func TestModelLinkLateTimer(t *testing.T) {
+	for _, late := range lateTimer {
+		for _, mbit := range []float64{50, 250, 1000} {
+			for seed := uint64(1); seed <= seeds(4); seed++ {
+				tau := tauAt(mbit)
+				l := shaped(mbit, true)
+				l.late = late
+				s := linkRun(seed, 1, []link{l})
+				u := s.utilization(0)
+				c := &s.s[0].c
+				est := float64(c.PacketTime(0)) / float64(tau)
+				t.Logf("late %3.0f µs %5.0f Mbit/s seed %d: utilisation %.3f, estimate %.2f of the packet time, queueing max %.1f µs mean %.1f µs, target %.1f µs over base %.1f µs, window %.2f-%.2f, %d cuts",
+					us(late), mbit, seed, u, est, us(s.maxQueue), us(s.meanQueue()),
+					us(int64(c.Target(0))), us(int64(c.BaseRTT(0))), s.s[0].minCwnd, s.s[0].maxCwnd, s.s[0].cuts)
+				if s.maxQueueAll < late {
+					t.Errorf("late %.0f µs %.0f Mbit/s seed %d: no queue built (max %.1f µs): the timer never held a packet", us(late), mbit, seed, us(s.maxQueueAll))
+				}
+				if u < 0.9 || est < 0.7 || est > 1.5 {
+					t.Errorf("late %.0f µs %.0f Mbit/s seed %d: utilisation %.3f, estimate %.2f of the packet time", us(late), mbit, seed, u, est)
+				}
+			}
+		}
+	}
+}

@@ -135,7 +135,7 @@ func (w *winMin) rotate(now, bucket int64) {
 type path struct {
 	filt minFilter
 	base winMin
-	pkt  winMin // packet-pair estimate of a full packet's bottleneck time
+	link linkRate // estimate of a full packet's time at the bottleneck
 
 	srtt  int64 // smoothed filtered RTT
 	gap   int64 // smoothed interval between acknowledgements in a busy period
