@@ -199,7 +199,7 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, bytes int, path int, un
 	if !stalled {
 		c.pair(p, now, r, bytes)
 	}
-	p.link.deliver(now, bytes, c.cfg.PacketSize, stalled, 2*(r-p.base.min) >= c.queueing(p.base.min), c.bucket)
+	p.link.deliver(now, bytes, c.cfg.PacketSize, stalled, r-p.base.min, c.queueing(p.base.min), c.bucket)
 	p.lastSample, p.lastSent, p.lastQueued, p.sampled = now, now-r, r-p.base.min, true
 	if stalled {
 		return
@@ -365,7 +365,7 @@ func (c *Controller) pair(p *path, now, r int64, bytes int) {
 	if g < minPacketTime {
 		return
 	}
-	p.link.addPair(now, g, c.bucket)
+	p.link.addPair(g)
 }
 
 // Target is the current target delay of path.

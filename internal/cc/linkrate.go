@@ -2,53 +2,57 @@ package cc
 
 // The link-rate estimate of a path: the time one full packet takes to
 // cross its bottleneck, under the link floor of the delay target (see
-// linkFloor). Two measurements, each wrong in a known direction, bound it:
+// linkFloor). Two measurements, each wrong in its own way, give it:
 //
 //   - packet pairs (pair): two packets that met in the bottleneck queue
 //     come out spaced by the second one's time there. Packets of other
-//     senders between the two only ever widen a gap, so the lowest sample
-//     is right on a FIFO link however many share it; but a token-bucket
-//     shaper whose timer fires late (tc's TBF on a loaded host) lets the
-//     queue out in clumps at the line's pace, and a client that reads
-//     two acknowledgements in one wake-up squeezes their gap, so on such
-//     a path every low sample is too low (97 µs of 242 at 50 Mbit/s on
-//     the test bed). The path keeps the last pairRing samples: their
-//     upper quantile (pairRank of pairRing) is above the squeezed ones.
+//     senders between the two widen a gap, so the lowest sample was right
+//     on a FIFO link however many shared it; but a token-bucket shaper
+//     whose timer fires late (tc's TBF on a loaded host) lets the queue
+//     out in clumps at the line's pace, and a client that reads two
+//     acknowledgements in one wake-up squeezes their gap, so on such a
+//     path the lowest sample is far too low (16-97 µs of 242 at 50
+//     Mbit/s on the test bed, where the median of the samples was 241).
+//     The path keeps the last pairRing samples and takes their median:
+//     neither the squeezed nor the widened samples move it while each
+//     kind is under half.
 //   - the delivery rate (deliver): the session's own bytes acknowledged
 //     over an interval of at least deliverAcks acknowledgements and
-//     deliverSpan. A clump or a late read moves at most one burst into
-//     or out of an interval that long, so the highest rate over the base
-//     RTT's window (BBR's windowed max) is the shaper's rate to within a
-//     few percent; but it is the session's share, not the link's, when
-//     others share the link, and lower when the session leaves the link
-//     idle. It is always an upper bound of the packet time.
+//     deliverSpan, opened on a packet that queued. A clump or a late read
+//     moves at most one burst into or out of an interval that long, so
+//     the highest rate over the base RTT's window (BBR's windowed max)
+//     is the shaper's rate within a few percent; it is the session's
+//     share, not the link's, when others share the link, and lower when
+//     the session leaves the link idle: an upper bound of the packet
+//     time, never an estimate by itself.
 //
-// The estimate is the pair quantile, never more than the delivery bound:
-// alone on a bursty shaper the quantile can be above the packet time (a
-// clump's gap carries the lateness) and the bound brings it back; shared,
-// the bound is far above and the pairs, which other senders inflate only
-// now and then, decide. Before the first delivery sample it is the lowest
-// pair, as it was before the bound existed.
+// The estimate is the pairs' median, never more than the delivery bound:
+// alone on a shaper whose timer runs late, the gaps that took in the
+// lateness can be half the samples and more (the model's 1 Gbit/s with
+// a timer 100 µs late on average: a median of 6-8 packet times), and the
+// bound brings it back; shared, the bound is far above and the pairs
+// decide. What it cannot do: when more than half of the pairs are
+// squeezed, the median is too low, as the minimum always was.
 
 import "slices"
 
 // pairRing is how many recent packet-pair samples a path keeps.
-const pairRing = 16
+const pairRing = 32
 
 // deliverAcks and deliverSpan are the least acknowledgements and time a
 // delivery-rate interval spans: long against a shaper's clumps (the
 // tens to hundreds of microseconds its timer runs late on a loaded host)
 // and against a slow link's packet time.
 const (
-	deliverAcks = 16
-	deliverSpan = 8e6 // ns
+	deliverAcks = 64
+	deliverSpan = 32e6 // ns
 )
 
 // linkRate is what a path knows of its bottleneck's rate.
 type linkRate struct {
-	pairMin winMin // lowest packet-pair sample over the window
-	dlvMin  winMin // lowest delivery-rate packet time over the window (the highest rate)
-	est     int64  // the estimate: see linkRate.update
+	dlvMin winMin // lowest delivery-rate packet time over the window (the highest rate)
+	est    int64  // the estimate: see linkRate.update
+	mid    int64  // the median of the pair samples
 
 	ring  [pairRing]int32 // recent pair samples, ns
 	ringN uint8
@@ -60,8 +64,7 @@ type linkRate struct {
 }
 
 // addPair takes a packet-pair sample g (ns, scaled to a full packet).
-func (l *linkRate) addPair(now, g, bucket int64) {
-	l.pairMin.add(now, g, bucket)
+func (l *linkRate) addPair(g int64) {
 	l.ring[l.ringI] = int32(min(g, 1<<31-1))
 	l.ringI = (l.ringI + 1) % pairRing
 	l.ringN = min(l.ringN+1, pairRing)
@@ -70,9 +73,11 @@ func (l *linkRate) addPair(now, g, bucket int64) {
 
 // deliver counts an acknowledgement at now of bytes, and closes the
 // interval into a sample when it is long enough. An interval opens only
-// on a packet that found a queue at the bottleneck (queued) and was read
-// in time (not stalled). Queued: a token-bucket shaper (tc's TBF, 2 ms
-// of its rate on the test bed) then had no tokens left, and from there
+// on a packet that queued at the bottleneck (queued, its RTT above the
+// base, at least half the tolerated queueing q and half the pairs'
+// median, which host noise rarely reaches) and was read in time (not
+// stalled). Queued: a token-bucket shaper (tc's TBF, 2 ms of its rate on
+// the test bed) then had no tokens left, and from there
 // it lets through at most its rate times the interval, whatever the
 // interval holds (idle time, clumps); an interval opened on a full
 // bucket would count the burst. Read in time: an acknowledgement read
@@ -80,9 +85,9 @@ func (l *linkRate) addPair(now, g, bucket int64) {
 // count the rest of the batch inside it. An open interval runs through
 // idle time and stalls (or what looks like one: a late shaper timer
 // leaves the same silence), which can only lower its rate.
-func (l *linkRate) deliver(now int64, bytes, full int, stalled, queued bool, bucket int64) {
+func (l *linkRate) deliver(now int64, bytes, full int, stalled bool, queued, q int64, bucket int64) {
 	if l.dlvStart == 0 {
-		if queued && !stalled {
+		if 2*queued >= max(q, l.mid) && !stalled {
 			l.dlvStart, l.dlvBytes, l.dlvAcks = now, 0, 0
 		}
 		return
@@ -98,14 +103,12 @@ func (l *linkRate) deliver(now int64, bytes, full int, stalled, queued bool, buc
 	l.update()
 }
 
-// update recomputes the estimate. With a tight ring of pair samples (its
-// lower quartile at least half its median: the pairs met in a FIFO and
-// came out a packet time apart, give or take the noise of reading them)
-// the median, which neither the squeezed nor the inflated samples move
-// while they are under half. With a spread ring (a shaper letting clumps
-// out at the line's pace, so that many gaps are far below the packet
-// time) the highest pair, at most the delivery bound; the lowest pair
-// while there is no delivery sample.
+// update recomputes the estimate: the median of the recent pair samples,
+// which neither the squeezed samples (a shaper's clumps, two
+// acknowledgements read in one wake-up) nor the inflated ones (another
+// sender's packet between the two, a gap that took in a late timer) move
+// while each kind is under half of them; at most the delivery bound, which
+// holds it when the inflated ones are more.
 func (l *linkRate) update() {
 	n := int(l.ringN)
 	if n == 0 {
@@ -115,16 +118,9 @@ func (l *linkRate) update() {
 	var s [pairRing]int32
 	copy(s[:], l.ring[:n])
 	slices.Sort(s[:n])
-	lo, mid, hi := int64(s[n/4]), int64(s[n/2]), int64(s[n-1])
-	est := l.pairMin.min
-	switch {
-	case 2*lo >= mid:
-		est = mid
-	case l.dlvMin.min != 0:
-		est = hi
-	}
+	l.mid = int64(s[n/2])
+	l.est = l.mid
 	if l.dlvMin.min != 0 {
-		est = min(est, l.dlvMin.min)
+		l.est = min(l.est, l.dlvMin.min)
 	}
-	l.est = est
 }
