@@ -300,6 +300,12 @@ func ewma(s, v int64) int64 {
 func (c *Controller) OnTimeout(now int64, path int) {
 	p := c.path(path)
 	p.timeouts++
+	// The packet is no longer out on path. Its answer, if one comes, is
+	// not a sample (the engine does not time a packet it retransmitted),
+	// so only this keeps a path whose probe was given up from counting as
+	// busy for ever (see path.queueing): on the test bed the fast path of
+	// two then carried nothing for the rest of the run.
+	p.unanswered = max(p.unanswered-1, 0)
 	if n := int(p.timeouts) - c.cfg.SuspectAfter; n >= 0 {
 		d := c.cfg.SuspectFor << min(n, 20)
 		p.suspectUntil = now + int64(min(d, c.cfg.SuspectMax))
