@@ -163,7 +163,9 @@ func (c *Controller) NextSend(now int64) int64 {
 // no credit for time the session did not send.
 func (c *Controller) OnSend(now int64, bytes int, path int) {
 	if c.k > 1 {
-		c.path(path).unanswered++
+		p := c.path(path)
+		p.unanswered++
+		p.lastSend = now
 	}
 	if c.bypass {
 		return

@@ -307,3 +307,34 @@ func TestPickPathAfterLostProbe(t *testing.T) {
 		}
 	}
 }
+
+// TestPickPathAfterSilentProbe: as TestPickPathAfterLostProbe, but the
+// probe's record goes without a timeout (another copy of its data was
+// answered, and the engine drops the record with no sample): after
+// probeWait the quiet path is tried again.
+func TestPickPathAfterSilentProbe(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		var c Controller
+		c.Init(Config{}, 2)
+		now := int64(1e9)
+		for range 200 {
+			feed(&c, &now, 0, 1, 10*us1, 200)
+			feed(&c, &now, 1, 1, 10*us1, 200)
+		}
+		feed(&c, &now, 0, 200, 12*us1, 1000)
+		probes := 0
+		start := now
+		for now-start < 10*probeWait {
+			if p := c.PickPath(now, rng.Uint64()); p == 1 {
+				probes++
+				c.OnSend(now, pktBytes, 1)
+			}
+			feed(&c, &now, 0, 1, 12*us1, 1000)
+		}
+		// One probe per probeWait (the path's 8 RTTs are shorter here).
+		if probes < 5 || probes > 11 {
+			t.Errorf("seed %d: %d probes of the quiet path in %d probe waits", seed, probes, 10)
+		}
+	}
+}
