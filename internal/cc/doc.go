@@ -244,7 +244,14 @@
 // held near one packet in flight, idle for a propagation delay after
 // each: 50 + 250 Mbit/s reached 0.89-0.92 of the sum, 0.94-0.97 with it).
 // A path never measured, or not heard of
-// for 8 of its RTTs, counts as idle and is tried one packet at a time. A
+// for 8 of its RTTs, counts as idle and is tried one packet at a time:
+// busy while that packet is out, until it is given up (OnTimeout) or for
+// at most 2 ms (probeWait) or 8 of the path's RTTs. Its answer may never
+// be a sample (the engine drops the record of a packet whose data
+// another copy delivered), and a path counted busy for ever was never
+// chosen again: on the test bed the fast path of 50 + 250 Mbit/s carried
+// nothing for the rest of a run (TestPickPathAfterLostProbe,
+// TestPickPathAfterSilentProbe). A
 // suspect path is never taken unless every path is. With one path
 // PickPath returns 0 at once. RetransmitPath is the same choice among the
 // paths other than the lost copy's.
@@ -261,8 +268,12 @@
 // cut's effect (50 + 250 Mbit/s: 0.91-0.97 of the sum without the hold,
 // 0.94-0.97 with it; TestModelMultipath's paths: 0.87-0.88, 0.89-0.90).
 // Per-path windows were the alternative; with the link floor, the drain
-// term and this hold, one window reached 0.94-0.97 of two unequal paths
-// in the model (TestModelUnequalPaths), so the median vote stays.
+// term and this hold, one window reached 0.94-0.96 of two unequal paths
+// in the model (TestModelUnequalPaths), 0.98-0.99 with the shapers'
+// timers running late (TestModelLateTimerShared, where the lowest-pair
+// estimate gave 0.86-0.94), so the median vote stays: with two paths a
+// cut needs both above their targets, and the slow path's delay alone
+// never cuts the window.
 //
 // Config.RoundRobin sprays the paths in turn, blind to delay (skipping
 // suspect paths, which are failures rather than a matter of performance),
