@@ -174,7 +174,10 @@
 // Costs (BenchmarkPacket, this 2-core host): the whole per-packet work
 // (bypass check, window and pacer when congested, OnSend, OnAck) is
 // 14-19 ns with one path, 22-35 ns with 4, 33-44 ns with 64; Bypass alone
-// under a nanosecond.
+// under a nanosecond. The link-rate estimate (a delivery count per
+// acknowledgement, a sort of 32 samples per packet pair) adds 1-3 ns: in
+// one run at a slower phase of the host, 23.6-28.9 ns with one path
+// against 22.4-26.9 before it.
 //
 // # Filtering host noise
 //
