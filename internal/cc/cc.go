@@ -163,7 +163,9 @@ func (c *Controller) NextSend(now int64) int64 {
 // no credit for time the session did not send.
 func (c *Controller) OnSend(now int64, bytes int, path int) {
 	if c.k > 1 {
-		c.path(path).unanswered++
+		p := c.path(path)
+		p.unanswered++
+		p.lastSend = now
 	}
 	if c.bypass {
 		return
@@ -199,6 +201,7 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, bytes int, path int, un
 	if !stalled {
 		c.pair(p, now, r, bytes)
 	}
+	p.link.deliver(now, bytes, c.cfg.PacketSize, stalled, r-p.base.min, c.queueing(p.base.min), c.bucket)
 	p.lastSample, p.lastSent, p.lastQueued, p.sampled = now, now-r, r-p.base.min, true
 	if stalled {
 		return
@@ -215,8 +218,8 @@ func (c *Controller) OnAck(now int64, rtt time.Duration, bytes int, path int, un
 	p.delay = d
 	p.srtt = ewma(p.srtt, d)
 	c.srtt = ewma(c.srtt, d)
-	if p.tgtBase != p.base.min || p.tgtFS != c.fs || p.tgtPkt != p.pkt.min { // rarely: the target is cached
-		p.tgt, p.tgtBase, p.tgtFS, p.tgtPkt = c.target(p), p.base.min, c.fs, p.pkt.min
+	if p.tgtBase != p.base.min || p.tgtFS != c.fs || p.tgtPkt != p.link.est { // rarely: the target is cached
+		p.tgt, p.tgtBase, p.tgtFS, p.tgtPkt = c.target(p), p.base.min, c.fs, p.link.est
 	}
 	cong := d > p.tgt
 	if c.k > 1 && !c.rr {
@@ -299,6 +302,12 @@ func ewma(s, v int64) int64 {
 func (c *Controller) OnTimeout(now int64, path int) {
 	p := c.path(path)
 	p.timeouts++
+	// The packet is no longer out on path. Its answer, if one comes, is
+	// not a sample (the engine does not time a packet it retransmitted),
+	// so only this keeps a path whose probe was given up from counting as
+	// busy for ever (see path.queueing): on the test bed the fast path of
+	// two then carried nothing for the rest of the run.
+	p.unanswered = max(p.unanswered-1, 0)
 	if n := int(p.timeouts) - c.cfg.SuspectAfter; n >= 0 {
 		d := c.cfg.SuspectFor << min(n, 20)
 		p.suspectUntil = now + int64(min(d, c.cfg.SuspectMax))
@@ -329,7 +338,7 @@ func (c *Controller) queueing(base int64) int64 {
 // the path's bottleneck, from its packet-pair estimate (0 while it has
 // none), capped at LinkFloorMax.
 func (c *Controller) linkFloor(p *path) int64 {
-	return min(int64(c.cfg.LinkPackets*float64(p.pkt.min)), int64(c.cfg.LinkFloorMax))
+	return min(int64(c.cfg.LinkPackets*float64(p.link.est)), int64(c.cfg.LinkFloorMax))
 }
 
 // pair takes a packet-pair sample of path p's bottleneck from the
@@ -364,7 +373,7 @@ func (c *Controller) pair(p *path, now, r int64, bytes int) {
 	if g < minPacketTime {
 		return
 	}
-	p.pkt.add(now, g, c.bucket)
+	p.link.addPair(g)
 }
 
 // Target is the current target delay of path.
@@ -375,7 +384,7 @@ func (c *Controller) Target(path int) time.Duration {
 // PacketTime is path's estimated time for one full packet to cross its
 // bottleneck (the packet-pair estimate); 0 while there is none.
 func (c *Controller) PacketTime(path int) time.Duration {
-	return time.Duration(c.path(path).pkt.min)
+	return time.Duration(c.path(path).link.est)
 }
 
 // ObserveBase feeds path's base RTT a sample that says nothing about

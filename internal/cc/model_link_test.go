@@ -133,3 +133,84 @@ func TestModelUnequalPaths(t *testing.T) {
 		}
 	}
 }
+
+// lateTimer is the mean lateness of the shaper's timer in the late-timer
+// scenarios: on the loaded test bed the TBF's watchdog ran tens to
+// hundreds of microseconds late and let the queue out in clumps.
+var lateTimer = []int64{30e3, 100e3}
+
+// TestModelLinkLateTimer: one session alone on a TBF whose timer fires
+// late (see link.late) keeps it busy at 50 Mbit/s to 1 Gbit/s, and its
+// packet-time estimate is not dragged below the link's by the clumps:
+// within [0.7, 1.5] of a full packet's time.
+func TestModelLinkLateTimer(t *testing.T) {
+	for _, late := range lateTimer {
+		for _, mbit := range []float64{50, 250, 1000} {
+			for seed := uint64(1); seed <= seeds(4); seed++ {
+				tau := tauAt(mbit)
+				l := shaped(mbit, true)
+				l.late = late
+				s := linkRun(seed, 1, []link{l})
+				u := s.utilization(0)
+				c := &s.s[0].c
+				est := float64(c.PacketTime(0)) / float64(tau)
+				t.Logf("late %3.0f µs %5.0f Mbit/s seed %d: utilisation %.3f, estimate %.2f of the packet time, queueing max %.1f µs mean %.1f µs, target %.1f µs over base %.1f µs, window %.2f-%.2f, %d cuts",
+					us(late), mbit, seed, u, est, us(s.maxQueue), us(s.meanQueue()),
+					us(int64(c.Target(0))), us(int64(c.BaseRTT(0))), s.s[0].minCwnd, s.s[0].maxCwnd, s.s[0].cuts)
+				if s.maxQueueAll < late {
+					t.Errorf("late %.0f µs %.0f Mbit/s seed %d: no queue built (max %.1f µs): the timer never held a packet", us(late), mbit, seed, us(s.maxQueueAll))
+				}
+				if u < 0.9 || est < 0.7 || est > 1.5 {
+					t.Errorf("late %.0f µs %.0f Mbit/s seed %d: utilisation %.3f, estimate %.2f of the packet time", us(late), mbit, seed, u, est)
+				}
+			}
+		}
+	}
+}
+
+// TestModelLateTimerShared: the late shaper timer beside sharing: four
+// sessions on one such path reach fair shares and keep it busy, and one
+// session over two such paths of 50 and 250 Mbit/s moves 0.9 of their
+// sum (the test bed's path and multipath scenarios, in the model). On
+// the old estimator (the lowest pair) the four sessions at 50 Mbit/s
+// with the timer 30 µs late reached Jain 0.72-0.99, the two paths
+// 0.86-0.94 of their sum. The limit: a timer late by two packet times on
+// average (100 µs at 250 Mbit/s) widens more than half the pairs, the
+// four estimates differ (1.1-2.5 packet times) and Jain is 0.89-0.98
+// there; only utilisation is asserted for that case.
+func TestModelLateTimerShared(t *testing.T) {
+	for _, late := range lateTimer {
+		for _, mbit := range []float64{50, 250} {
+			for seed := uint64(1); seed <= seeds(4); seed++ {
+				l := shaped(mbit, true)
+				l.late = late
+				s := linkRunWith(seed, 4, []link{l}, linkCfg, 32000)
+				j, u := jain(s.throughputs()), s.utilization(0)
+				t.Logf("late %3.0f µs %4.0f Mbit/s x4 seed %d: jain %.3f, utilisation %.3f, estimates %v %v %v %v",
+					us(late), mbit, seed, j, u, s.s[0].c.PacketTime(0), s.s[1].c.PacketTime(0), s.s[2].c.PacketTime(0), s.s[3].c.PacketTime(0))
+				if s.maxQueueAll < late {
+					t.Errorf("late %.0f µs %.0f Mbit/s seed %d: no queue built", us(late), mbit, seed)
+				}
+				limit := float64(late) > 1.5*float64(tauAt(mbit)) // see the limit above
+				if (j < 0.95 && !limit) || u < 0.9 {
+					t.Errorf("late %.0f µs %.0f Mbit/s x4 seed %d: Jain %.3f, utilisation %.3f", us(late), mbit, seed, j, u)
+				}
+			}
+		}
+		for seed := uint64(1); seed <= seeds(4); seed++ {
+			links := []link{shaped(50, true), shaped(250, true)}
+			links[0].late, links[1].late = late, late
+			s := linkRun(seed, 1, links)
+			got := float64(s.delivered[0]+s.delivered[1]) / float64(s.cfg.dur-s.cfg.measure)
+			sum := 1/float64(links[0].tau) + 1/float64(links[1].tau)
+			t.Logf("late %3.0f µs, 50 + 250 Mbit/s seed %d: %.3f of the sum (slow %.3f, fast %.3f), estimates %v %v",
+				us(late), seed, got/sum, s.utilization(0), s.utilization(1), s.s[0].c.PacketTime(0), s.s[0].c.PacketTime(1))
+			if s.s[0].perPath[0] == 0 {
+				t.Fatalf("seed %d: the slow path was never used", seed)
+			}
+			if got < 0.9*sum {
+				t.Errorf("late %.0f µs, 50 + 250 Mbit/s seed %d: %.3f of the two paths' capacity", us(late), seed, got/sum)
+			}
+		}
+	}
+}

@@ -33,6 +33,11 @@ type link struct {
 	// token leaves at the line's own pace, line (a veth: a microsecond).
 	burst float64
 	line  int64
+	// late > 0: the shaper's timer, armed for the moment the next packet
+	// has its token, fires late by an exponential time of mean late (a
+	// loaded host's softirq): the tokens gathered meanwhile let the queue
+	// out in a clump at the line's pace.
+	late int64
 
 	busy   int64   // when the packet last queued leaves
 	tokens float64 // shaper: tokens at tokenT
@@ -41,7 +46,7 @@ type link struct {
 
 // depart returns when a packet that reaches the link at t leaves it, and
 // updates the link.
-func (l *link) depart(t int64) int64 {
+func (l *link) depart(t, late int64) int64 {
 	if l.burst == 0 {
 		dep := max(l.busy, t) + l.tau
 		l.busy = dep
@@ -50,8 +55,8 @@ func (l *link) depart(t int64) int64 {
 	d := max(l.busy, t)
 	tok := min(l.burst, l.tokens+float64(d-l.tokenT)/float64(l.tau))
 	if tok < 1 {
-		d += int64((1 - tok) * float64(l.tau))
-		tok = 1
+		d += int64((1-tok)*float64(l.tau)) + late
+		tok = min(l.burst, 1+float64(late)/float64(l.tau))
 	}
 	l.tokens, l.tokenT = tok-1, d
 	l.busy = d + l.line
@@ -330,7 +335,11 @@ func (s *sim) arrive(e event) {
 		s.push(event{t: max(l.busy, e.t) + l.tau + l.prop/2 + l.tau, kind: evLost, s: e.s, path: e.path, sent: e.sent})
 		return
 	}
-	dep := l.depart(e.t)
+	late := int64(0)
+	if l.late > 0 {
+		late = s.expo(l.late) - 1
+	}
+	dep := l.depart(e.t, late)
 	if e.t >= s.cfg.measure {
 		s.maxQueue = max(s.maxQueue, wait)
 		s.queueSum += float64(wait)

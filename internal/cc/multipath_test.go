@@ -262,3 +262,79 @@ func TestNth(t *testing.T) {
 		}
 	}
 }
+
+// TestPickPathAfterLostProbe: a path that went quiet is tried one packet
+// at a time, and counts as busy while that packet is out. When the
+// packet is given up (OnTimeout) and its copy retransmitted on the other
+// path, no acknowledgement will ever come back on the quiet path for it;
+// the path must be tried again, not left busy for ever (on the test bed
+// the fast path of 50 + 250 Mbit/s carried nothing for the rest of a
+// run: the old code never picked it again).
+func TestPickPathAfterLostProbe(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var c Controller
+		c.Init(Config{}, 2)
+		now := int64(1e9)
+		for range 200 {
+			feed(&c, &now, 0, 1, 10*us1, 200)
+			feed(&c, &now, 1, 1, 10*us1, 200)
+		}
+		// Path 1 goes quiet; the chooser probes it with one packet, which
+		// is lost, while path 0 goes on being answered.
+		feed(&c, &now, 0, 200, 12*us1, 1000)
+		probes := 0
+		for range 1000 {
+			if p := c.PickPath(now, rng.Uint64()); p == 1 {
+				probes++
+				c.OnSend(now, pktBytes, 1)
+			}
+			feed(&c, &now, 0, 1, 12*us1, 1000)
+		}
+		if probes != 1 {
+			t.Fatalf("seed %d: %d packets sent on the quiet path while its probe was out, want 1", seed, probes)
+		}
+		c.OnTimeout(now, 1) // the probe is given up (its copy goes on path 0)
+		again := 0
+		for range 1000 {
+			if c.PickPath(now, rng.Uint64()) == 1 {
+				again++
+			}
+			feed(&c, &now, 0, 1, 12*us1, 1000)
+		}
+		if again == 0 {
+			t.Errorf("seed %d: the quiet path was never tried again after its probe was given up", seed)
+		}
+	}
+}
+
+// TestPickPathAfterSilentProbe: as TestPickPathAfterLostProbe, but the
+// probe's record goes without a timeout (another copy of its data was
+// answered, and the engine drops the record with no sample): after
+// probeWait the quiet path is tried again.
+func TestPickPathAfterSilentProbe(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		var c Controller
+		c.Init(Config{}, 2)
+		now := int64(1e9)
+		for range 200 {
+			feed(&c, &now, 0, 1, 10*us1, 200)
+			feed(&c, &now, 1, 1, 10*us1, 200)
+		}
+		feed(&c, &now, 0, 200, 12*us1, 1000)
+		probes := 0
+		start := now
+		for now-start < 10*probeWait {
+			if p := c.PickPath(now, rng.Uint64()); p == 1 {
+				probes++
+				c.OnSend(now, pktBytes, 1)
+			}
+			feed(&c, &now, 0, 1, 12*us1, 1000)
+		}
+		// One probe per probeWait (the path's 8 RTTs are shorter here).
+		if probes < 5 || probes > 11 {
+			t.Errorf("seed %d: %d probes of the quiet path in %d probe waits", seed, probes, 10)
+		}
+	}
+}

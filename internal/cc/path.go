@@ -17,6 +17,11 @@ const baseBuckets = 4
 // it stops voting on the session's congestion.
 const staleRTTs = 8
 
+// probeWait is the least time a path that went quiet counts as busy
+// while the one packet that probes it is out: twice the engine's least
+// retransmission timeout (1 ms).
+const probeWait = 2e6
+
 // minFilter answers "the lowest RTT sample received since time t" for any
 // recent t (see minSince for the exact question). It holds a monotone
 // queue: sample times increase from the oldest entry to the newest, and
@@ -135,7 +140,7 @@ func (w *winMin) rotate(now, bucket int64) {
 type path struct {
 	filt minFilter
 	base winMin
-	pkt  winMin // packet-pair estimate of a full packet's bottleneck time
+	link linkRate // estimate of a full packet's time at the bottleneck
 
 	srtt  int64 // smoothed filtered RTT
 	gap   int64 // smoothed interval between acknowledgements in a busy period
@@ -152,6 +157,7 @@ type path struct {
 	suspectUntil int64 // not chosen before this while another path is usable
 	timeouts     int32 // consecutive timeouts, reset by an acknowledgement
 	unanswered   int32 // packets sent since the latest acknowledgement
+	lastSend     int64 // latest packet sent on this path (with several paths)
 
 	sampled bool // has had a sample
 	cong    bool // latest filtered delay above target
@@ -169,10 +175,15 @@ func (p *path) staleAfter() int64 { return staleRTTs * p.srtt }
 // into a path that looked idle. A path never measured, or not heard of for
 // a while, is worth a try (0), one packet at a time: while that packet is
 // out the path counts as busy, so that the chooser does not pour a window
-// into a path it knows nothing about (or that has gone dark).
+// into a path it knows nothing about (or that has gone dark). A probe
+// unanswered for probeWait (or 8 of the path's RTTs, if longer) is
+// presumed lost and the path tried again: its answer may never be a
+// sample (the engine drops the record of a packet whose data another
+// copy delivered, and does not time a retransmitted one), and a path
+// counted busy for ever is never chosen again.
 func (p *path) queueing(now int64) int64 {
 	if !p.sampled || p.srtt == 0 || now-p.lastSample > p.staleAfter() {
-		if p.unanswered > 0 {
+		if p.unanswered > 0 && now-p.lastSend < max(p.staleAfter(), probeWait) {
 			return math.MaxInt64
 		}
 		return 0

@@ -213,8 +213,12 @@
 //
 // Congestion control is package cc's, one Controller per client session:
 // every new client packet leaves through one function (transmit), where
-// its window and pacer decide, and every reply's RTT sample goes to it.
-// The server's part is the share mark (share.go): it counts each metered
+// its window and pacer decide, and every reply's RTT sample goes to it,
+// with the path the packet took and the larger packet of the exchange:
+// per-path state (base RTT, delay, the link-rate estimate under the delay
+// target: the median of packet-pair gaps, capped by the session's own
+// delivery rate; cc's "The link floor") lives in the Controller, so the
+// engine threads only the path number. The server's part is the share mark (share.go): it counts each metered
 // session's request bytes and marks the replies to those under their
 // share of what arrives, which lets their windows grow while the others
 // cut (cc's "The share mark").
