@@ -23,7 +23,7 @@ func TestLoopGIdentifiesGoroutine(t *testing.T) {
 	var ready, release sync.WaitGroup
 	ready.Add(n)
 	release.Add(1)
-	errs := make(chan string, n)
+	errs := make(chan string, 2*n) // two checks per goroutine: never blocks
 	for i := range n {
 		go func() {
 			g := loopG()
