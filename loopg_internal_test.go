@@ -57,11 +57,17 @@ func TestLoopGIdentifiesGoroutine(t *testing.T) {
 
 // deepStack recurses depth frames with a sizeable frame each, then
 // returns loopG from the bottom.
+//
+//go:noinline
 func deepStack(depth int) uintptr {
 	var pad [64]byte
-	pad[depth%64] = byte(depth)
 	if depth == 0 {
-		return loopG() + uintptr(pad[0]&0)
+		return loopG()
 	}
-	return deepStack(depth-1) + uintptr(pad[depth%64]&0)
+	g := deepStack(depth - 1)
+	touchPad(&pad) // keeps the frame's array
+	return g
 }
+
+//go:noinline
+func touchPad(p *[64]byte) { p[0]++ }
