@@ -300,3 +300,38 @@ func TestGoOnLoopAcrossHandoff(t *testing.T) {
 		t.Fatalf("the test exercised too little: %d handoffs, %d direct starts, %d chained calls", handoffs, direct, chained.Load())
 	}
 }
+
+// TestGoOnLoopNeverReenters: a call started on the loop that cannot start
+// at once (here: its session is closed) is settled later, through the
+// queue, never inside the Go that started it, so a continuation that
+// reissues on failure cannot recurse without bound; and the direct path
+// counts no such call.
+func TestGoOnLoopNeverReenters(t *testing.T) {
+	p := newDirectPair(t, NewServer())
+	before := onLoopValue(t, p.cep, func() int { return p.cep.loop.directCalls })
+	p.sess.Close()
+	type result struct {
+		inside bool
+		err    error
+	}
+	got := make(chan result, 1)
+	if err := p.cep.Post(func() {
+		returned := false
+		p.sess.Go("Echo", []byte("x"), nil, func(_ []byte, err error) {
+			got <- result{inside: !returned, err: err}
+		})
+		returned = true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.inside {
+		t.Fatal("the continuation ran inside the Go that started its call")
+	}
+	if r.err == nil || !NotExecuted(r.err) {
+		t.Fatalf("a call on a closed session: %v, want a never-ran failure", r.err)
+	}
+	if after := onLoopValue(t, p.cep, func() int { return p.cep.loop.directCalls }); after != before {
+		t.Fatalf("%d calls on a closed session counted as started directly", after-before)
+	}
+}
