@@ -211,7 +211,58 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 			c.req, c.meta = withMetadata(md, req) // a tracer's context, say
 		}
 	}
+	if s.ep.startOnLoop(c) {
+		return
+	}
 	s.ep.post(command{kind: cmdCall, call: c})
+}
+
+// startOnLoop starts c in the engine at once if the caller is user code
+// on c's endpoint's loop (a continuation, an inline handler, a Post
+// function): such a call needs neither the command queue nor a wake-up,
+// and goes out with the turn's other packets. The loop is pinned while it
+// does (a handoff waits for pinG), since an inline handler may lose the
+// loop at any moment. It reports false, and the call takes the queue,
+// off the loop, on a platform without loopG, and whenever the call cannot
+// simply start (see startNow): the queue's path then settles it, later,
+// so a continuation is never run from inside the Go that a continuation
+// made.
+func (ep *Endpoint) startOnLoop(c *call) bool {
+	w := &ep.watch
+	if w.since.Load() < 0 {
+		return false // the loop runs no user code: the caller is not it
+	}
+	g := loopG()
+	if g == 0 || w.g.Load() != g || !w.pinG.CompareAndSwap(0, g) {
+		return false
+	}
+	ok := w.g.Load() == g && ep.startNow(c) // a handoff clears g before it waits for pinG
+	w.pinG.Store(0)
+	return ok
+}
+
+// startNow starts c in the engine at the turn's time if its session is
+// up and the engine takes it; false, with nothing changed, otherwise.
+// On the loop only.
+func (ep *Endpoint) startNow(c *call) bool {
+	s := c.sess
+	if ep.state.Load() != stateOpen || !s.live || s.closed.Load() {
+		return false
+	}
+	id, err := ep.eng.StartCallFlags(ep.loop.now, s.sid, c.id, c.req, c.resp, c.deadline, c.flags(), c)
+	if err != nil {
+		return false // the engine changed nothing: startCall reports it
+	}
+	c.sid, c.engID = s.sid, id
+	ep.loop.directCalls++
+	return true
+}
+
+func (c *call) flags() wire.Flags {
+	if c.meta {
+		return wire.FlagMetadata
+	}
+	return 0
 }
 
 // startCall hands a posted call to the engine (on the loop).
@@ -225,11 +276,7 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 		ep.finishOnLoop(c, nil, c.located(serr))
 		return
 	}
-	var flags wire.Flags
-	if c.meta {
-		flags = wire.FlagMetadata
-	}
-	id, err := ep.eng.StartCallFlags(now, sid, c.id, c.req, c.resp, c.deadline, flags, c)
+	id, err := ep.eng.StartCallFlags(now, sid, c.id, c.req, c.resp, c.deadline, c.flags(), c)
 	if errors.Is(err, proto.ErrNoSession) && !c.resent && !c.sess.closed.Load() {
 		// The engine session ended and its down event is still queued:
 		// the call never reached it; once more on a new one.

@@ -66,8 +66,13 @@
 //
 // An Endpoint is one event loop goroutine, which owns all its protocol state
 // (eRPC's Rpc). Calls and responses from other goroutines reach it through a
-// queue plus one wake-up. Handlers run inline on the loop by default (the
-// fastest path for short handlers), and may block: a handler still running
+// queue plus one wake-up; a call that user code on the loop starts
+// (Session.Go from a continuation, an inline handler or a Post function)
+// goes straight into the engine instead, with the turn's other packets
+// (on Linux on amd64 and arm64, where the loop tells its own goroutine in
+// two instructions; elsewhere it takes the queue too). Handlers run
+// inline on the loop by default (the fastest path for short handlers),
+// and may block: a handler still running
 // after 100 us (WithHandoff) hands the loop to a fresh goroutine, as Go's
 // runtime hands a processor away from a goroutine blocked in a system
 // call, and finishes as a Background handler. Background handlers run on
@@ -296,7 +301,10 @@
 //     spin at once, and a spin whose idle turns come far apart parks), busypoll.go (a
 //     busy-polling loop's hold on its thread), watch.go (whether a
 //     goroutine is the loop, and the stall log), handoff.go (an inline
-//     handler that blocks gives the loop to a fresh goroutine), goexit.go
+//     handler that blocks gives the loop to a fresh goroutine),
+//     loopg_linux.go and loopg_other.go (the calling goroutine's
+//     identity, for calls started on the loop without the queue:
+//     call.go's startOnLoop), goexit.go
 //     (a handler that calls runtime.Goexit), queue.go (the commands
 //     other goroutines hand the loop), endpoint.go (Endpoint: Listen,
 //     transports by scheme, Post, Close, Shutdown, Stats).

@@ -48,7 +48,7 @@ func (ep *Endpoint) goexitInline(r *request) {
 		// stopping. It goes on without this goroutine, which leaves it
 		// the way handOff would have.
 		r.state.And(^uint64(phInline))
-		ep.watch.gid.Store(0)
+		ep.watch.setLoop(0)
 		if s&phAnswered != 0 {
 			ep.post(command{kind: cmdRespond, req: r})
 		}

@@ -188,9 +188,10 @@ func (ep *Endpoint) handOffLocked(r *request, gen uint64) bool {
 		}
 	}
 	// The old goroutine no longer holds the loop. It may be in the middle
-	// of a pinned section (pinLoop): that ends before the next owner runs.
-	ep.watch.gid.Store(0)
-	for ep.watch.pin.Load() == old {
+	// of a pinned section (pinLoop, or a call it starts directly:
+	// startOnLoop): that ends before the next owner runs.
+	ep.watch.setLoop(0)
+	for ep.watch.pin.Load() == old || ep.watch.pinG.Load() != 0 {
 		runtime.Gosched()
 	}
 	if s&phAnswered != 0 {
@@ -208,7 +209,7 @@ func (ep *Endpoint) handOffLocked(r *request, gen uint64) bool {
 // here: it set phInline after, handOff read that with its compare-and-swap
 // and then started this goroutine.
 func (ep *Endpoint) resume() {
-	ep.watch.gid.Store(goroutineID())
+	ep.watch.setLoop(goroutineID())
 	ep.watch.leaveUser() // the old owner's turn ended with its handler
 	ep.turns()
 }

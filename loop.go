@@ -33,6 +33,7 @@ type loopState struct {
 	thread         busyThread // busy polling only
 	spin           spinWindow
 	shortParks     int // parks for a deadline or an answer due within parkResolution (see sleep)
+	directCalls    int // calls user code on the loop started without the queue (startOnLoop; a test's)
 	deadlineSpins  int // idle turns spent waiting for such a deadline or answer
 	mem            memRelease
 	share          spinShare // spin_share.go
@@ -52,7 +53,7 @@ func (l *loopState) init(handlers *handlerTable) {
 // commands until both are quiet, send, run the timers, and sleep when
 // idle.
 func (ep *Endpoint) run() {
-	ep.watch.gid.Store(goroutineID())
+	ep.watch.setLoop(goroutineID())
 	switch {
 	case ep.sec != nil:
 		ep.loop.onDatagram = ep.tlsReceive
@@ -142,7 +143,7 @@ func (ep *Endpoint) turns() {
 		}
 		if spin := ep.loop.spin.cur; spin < 0 || (now.Sub(idleSince) < spin && ep.maySpin(now)) {
 			polled = ep.idle()
-			ep.loop.share.lastIdle = ep.now()
+			ep.noteIdleTurn(polled)
 			continue
 		}
 		next := ep.eng.NextDeadline()
@@ -159,6 +160,7 @@ func (ep *Endpoint) turns() {
 	if ep.opts.busyPoll {
 		ep.loop.thread.release()
 	}
+	ep.watch.g.Store(0) // no call starts directly from here on (startOnLoop)
 	close(ep.loopDone)
 }
 

@@ -81,6 +81,21 @@ func (ep *Endpoint) maySpin(now proto.Time) bool {
 	}
 }
 
+// noteIdleTurn records when an idle turn of the spin ended (found: its
+// poll found work), for maySpin's check. Only a default-mode spin that
+// found nothing reads the clock for it: a busy-polling loop is exempt from
+// the check, and a poll that found work is followed by the turn that
+// takes it, with no clock read in between (over shm that read was a
+// tenth of the loop's samples, on the path of every message).
+func (ep *Endpoint) noteIdleTurn(found bool) {
+	l := &ep.loop.share
+	if ep.opts.busyPoll || found {
+		l.lastIdle = 0
+		return
+	}
+	l.lastIdle = ep.now()
+}
+
 // stopSpin gives the loop's place back: it worked or it parks.
 func (ep *Endpoint) stopSpin() {
 	l := &ep.loop.share

@@ -16,11 +16,16 @@ import (
 // call made on the loop itself fails at once instead of waiting forever,
 // and a loop held up by one handler is logged.
 type loopWatch struct {
-	gid    atomic.Uint64
-	since  atomic.Int64            // engine time the loop entered user code; -1 when it is not in it
-	what   atomic.Pointer[handler] // the user code running, or the turn's last to run
-	cur    *handler                // what, as the loop last stored it (the loop's own copy)
-	logged atomic.Int64            // the since of the last stall logged
+	gid atomic.Uint64
+	// g is the loop goroutine's loopG (0: none, or no loopG on this
+	// platform), set and cleared with gid (setLoop); pinG is the loopG of
+	// a loop starting a call directly (startOnLoop), which a handoff
+	// waits out as it waits out pin.
+	g, pinG atomic.Uintptr
+	since   atomic.Int64            // engine time the loop entered user code; -1 when it is not in it
+	what    atomic.Pointer[handler] // the user code running, or the turn's last to run
+	cur     *handler                // what, as the loop last stored it (the loop's own copy)
+	logged  atomic.Int64            // the since of the last stall logged
 
 	// Handoff (see handoff.go). inline is the request whose handler the
 	// loop runs inline, or ran last: stored before each inline run.
@@ -46,6 +51,17 @@ func (w *loopWatch) init() {
 	w.since.Store(-1)
 	w.logged.Store(-1)
 	w.wake = make(chan struct{}, 1)
+}
+
+// setLoop records the goroutine gid as the loop's (0: no goroutine is,
+// during a handoff). A non-zero gid must be the caller's own.
+func (w *loopWatch) setLoop(gid uint64) {
+	g := uintptr(0)
+	if gid != 0 {
+		g = loopG()
+	}
+	w.gid.Store(gid)
+	w.g.Store(g)
 }
 
 // continuationHandler names continuations and posted functions in logs.

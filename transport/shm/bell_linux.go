@@ -5,6 +5,7 @@ package shm
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,11 +26,16 @@ func (c *conn) ringPeer() {
 
 var bellByte = []byte{1}
 
+// bellWrites counts ring's system calls, process-wide (a test's: a peer
+// that polls must be reached with none).
+var bellWrites atomic.Uint64
+
 // ring sends one byte on a bell socket. MSG_DONTWAIT makes this call
 // non-blocking whatever the socket's file flags (which the peer that passed
 // it shares): a full queue (EAGAIN) has a wake-up pending anyway, and any
 // other error means nobody to wake.
 func ring(bell int) {
+	bellWrites.Add(1)
 	unix.Sendto(bell, bellByte, unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL, nil)
 }
 

@@ -109,7 +109,12 @@
 // publishes a record rings the bell only when it sees the word set to an
 // epoch it has not rung yet (so a busy stream costs one atomic load per
 // record, and neither side writes the other's memory). A peer can set only
-// its own words, so it can delay only its own wake-ups.
+// its own words, so it can delay only its own wake-ups. So while both
+// loops poll (busy polling, or within the spin window) a round trip makes
+// no system call at all: no bell is written, nothing is read from one,
+// and the clock is the vDSO's (counted 2026-11-26: 0.008-0.015 system
+// calls per round trip in erpc-bench's busy shm latency, all of them the
+// Go runtime's own; TestPollingPeerNoBell counts the bells).
 //
 // The bell is a unix datagram socket of the transport's own, read through
 // the Go netpoller (so a sleeping loop holds no thread). For each
