@@ -14,15 +14,6 @@ import (
 	"github.com/erpc-go/erpc"
 )
 
-func reviewEchoServer(t *testing.T) *erpc.Server {
-	t.Helper()
-	srv := erpc.NewServer()
-	if err := srv.Handle("Echo", func(_ context.Context, req []byte) ([]byte, error) { return req, nil }); err != nil {
-		t.Fatal(err)
-	}
-	return srv
-}
-
 // TestReviewTCPTwoAddressesOfOneServer: a server listening on all
 // interfaces (tcp://0.0.0.0:port) is reached by a listening client
 // endpoint at two of its addresses (127.0.0.1 and 127.0.0.2 here; a host's

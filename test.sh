@@ -45,7 +45,12 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$logs"' EXIT
 module() {
   cd "$1" && go vet ./... && "$staticcheck" ./... && go test -race -count=1 -skip '^TestSim' ./... "${@:2}"
 }
-portable() { go test -race -count=1 -tags erpc_portable ./transport/udp "$@"; }
+# portable: the fallback UDP path run here, and the root module's code and
+# tests type-checked for the platforms without the Linux fast paths.
+portable() {
+  go test -race -count=1 -tags erpc_portable ./transport/udp "$@" &&
+    GOOS=darwin go vet ./... && GOOS=windows go vet ./...
+}
 property() { go test -count=1 -run '^TestSim' ./internal/proto "$@"; }
 
 # The jobs, longest first (measured: the root module about 4 min, the
@@ -59,7 +64,7 @@ for mod in $(find . -name go.mod -not -path '*/testdata/*' -printf '%h\n' | sort
   case $mod in .|./cmd/erpc-bench) continue ;; esac
   add "module $mod" module "$mod"
 done
-add "udp: the portable fallback (what darwin and windows run), on this machine" portable
+add "portable: the UDP fallback (what darwin and windows run) on this machine; go vet for darwin and windows" portable
 
 status=0 next=0 running=0 reported=0
 declare -A started
