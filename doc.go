@@ -357,8 +357,10 @@
 //   - Many servers: client.go (Client: NewClient, Replicas, Close),
 //     client_replica.go (replicas, their sessions and dials, the
 //     resolver's updates, ejection, the ready set), client_call.go
-//     (placing a call, failover and retries), client_hedge.go (hedged
-//     calls), client_go.go (Client.Go), client_policy.go (the connect
+//     (placing a call, failover and retries), client_dialfail.go (a
+//     call's error when dials fail: the dials' own code when every
+//     replica failed for good), client_hedge.go (hedged calls),
+//     client_go.go (Client.Go), client_policy.go (the connect
 //     limit, the retry budget), client_options.go (its options), conn.go
 //     (Conn: what Invoke and generated clients call over); package
 //     resolver (targets to address sets), package balancer (placing
