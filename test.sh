@@ -8,11 +8,12 @@
 # -run TestEcho).
 #
 # The jobs (one per module, the portable UDP build, the property tests) run
-# ERPC_TEST_JOBS at a time, longest first; each job's output is printed
-# whole when it ends, with its time. The default is 1: on two processors
-# the race-detector runs and the property tests are bound by the CPU, and
-# three jobs at once made timing-bound smoke runs fail and the property
-# tests take 10 minutes instead of 2.
+# ERPC_TEST_JOBS at a time (default 2), longest first; each job's output is
+# printed whole when it ends, with its time. Run one after another, the
+# jobs kept one of two processors busy on average (14 min, 15 CPU-min);
+# two at once take 7.5 min on a 2-processor machine. Three at once on a
+# machine already loaded made timing-bound smoke runs fail and the
+# property tests take 10 minutes instead of 2: ERPC_TEST_JOBS=1 there.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -80,7 +81,7 @@ finish() { # print every job that has ended and not yet been reported
   done
 }
 while [ "$reported" -lt "${#names[@]}" ]; do
-  while [ "$running" -lt "${ERPC_TEST_JOBS:-1}" ] && [ "$next" -lt "${#names[@]}" ]; do
+  while [ "$running" -lt "${ERPC_TEST_JOBS:-2}" ] && [ "$next" -lt "${#names[@]}" ]; do
     i=$next; next=$((next + 1)); started[$i]=1; running=$((running + 1))
     ( t0=$SECONDS; rc=0; ${cmds[$i]} "$@" >"$logs/$i.log" 2>&1 || rc=$?
       echo "$rc $((SECONDS - t0))" >"$logs/$i.rc.tmp" && mv "$logs/$i.rc.tmp" "$logs/$i.rc" ) &
