@@ -39,6 +39,16 @@
 // keeping the erpc.Request handle; the answer is sent later from another
 // goroutine, which erpc allows.
 //
+// Order: the handlers that hand requests to raft are erpc.OnLoop, never
+// handed off, so raft gets one session's requests in the order erpc
+// delivers them, which is the order they were sent in as long as no packet
+// is lost. (An ordinary inline handler that runs past erpc's handoff
+// threshold, as one the scheduler preempts on a loaded machine can,
+// finishes off the loop while the loop's next handlers run, and its request
+// would reach raft after theirs.) A lost request arrives, retransmitted,
+// after the ones sent behind it; raft rejects an AppendEntries whose
+// previous entry it lacks, and the leader sends again from there.
+//
 //   - AppendEntries, RequestVote, RequestPreVote and TimeoutNow go to
 //     Consumer(). raft's main loop handles RPCs one at a time and answers
 //     each before taking the next, so one responder goroutine waits on the

@@ -352,3 +352,63 @@ func TestConcurrentCalls(t *testing.T) {
 	}
 	cwg.Wait()
 }
+
+// One goroutine pipelines AppendEntries on one session; raft must see them
+// in that order. An AppendEntries handler that runs past erpc's handoff
+// threshold (here it sleeps; in the wild the scheduler preempted it on a
+// loaded machine) must not let the requests behind it reach raft first:
+// erpc hands an ordinary inline handler's loop to a fresh goroutine, and
+// the loop's next handlers then overtook the stalled one. Every fifth
+// request stalls its handler while later ones are in flight (counted).
+func TestPipelineOrderHandlerStall(t *testing.T) {
+	const n, every, stall = 60, 5, 2 * time.Millisecond
+	var pl *pipeline
+	var stalls, overtakable int
+	appendEntriesHook = func(req *raft.AppendEntriesRequest) {
+		if req.PrevLogEntry%every != 1 {
+			return
+		}
+		time.Sleep(stall)
+		stalls++
+		pl.mu.Lock()
+		if len(pl.queue) > 1 { // a later request was sent before this one reached raft
+			overtakable++
+		}
+		pl.mu.Unlock()
+	}
+	t.Cleanup(func() { appendEntriesHook = nil })
+	a := newTransport(t, Config{MaxInFlight: 4})
+	b := newTransport(t, Config{})
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var seen []uint64
+	wg := serve(b, stop, func(rpc raft.RPC) (any, error) {
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		mu.Lock()
+		seen = append(seen, req.PrevLogEntry)
+		mu.Unlock()
+		return &raft.AppendEntriesResponse{LastLog: req.PrevLogEntry, Success: true}, nil
+	})
+	defer func() { close(stop); wg.Wait() }()
+	p, err := a.AppendEntriesPipeline("b", b.LocalAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	pl = p.(*pipeline)
+	pipelineInOrder(t, p, n, 10*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for i, v := range seen {
+		if v != uint64(i) {
+			t.Fatalf("raft saw %v", seen)
+		}
+	}
+	// The hook ran on the loop (or, before the fix, on the goroutine that
+	// lost it); the answers that pipelineInOrder waited for order its
+	// writes before these reads.
+	t.Logf("%d stalled handlers, %d with a later request in flight", stalls, overtakable)
+	if stalls != n/every || overtakable == 0 {
+		t.Fatalf("%d stalls (want %d), %d with a later request in flight: the test stalled too little", stalls, n/every, overtakable)
+	}
+}

@@ -9,10 +9,12 @@ import (
 )
 
 // Server side. Every handler is a HandleRaw handler running inline on the
-// endpoint's event loop, and none of them blocks: a request is decoded,
-// handed to raft, and answered later from another goroutine (erpc lets a
-// Request handle be kept and answered from any goroutine after its handler
-// returned). Until Start, and after Close, they answer Unavailable.
+// endpoint's event loop (those that feed raft are erpc.OnLoop, so raft
+// sees one session's requests in arrival order: see Register), and none
+// of them blocks: a request is decoded, handed to raft, and answered later
+// from another goroutine (erpc lets a Request handle be kept and answered
+// from any goroutine after its handler returned). Until Start, and after
+// Close, they answer Unavailable.
 //
 //   - Ordinary RPCs go to Consumer() for raft's main loop. raft handles them
 //     one at a time and answers each before it takes the next, so a single
@@ -104,8 +106,15 @@ func (t *Transport) serveAppendEntries(r erpc.Request) {
 		badRequest(r, err)
 		return
 	}
+	if h := appendEntriesHook; h != nil {
+		h(cmd)
+	}
 	t.submit(r, cmd)
 }
+
+// appendEntriesHook, set by tests only, runs in the AppendEntries handler
+// just before the request goes to raft (to stall the handler there).
+var appendEntriesHook func(*raft.AppendEntriesRequest)
 
 func (t *Transport) serveHeartbeat(r erpc.Request) {
 	if !t.ready(r) {

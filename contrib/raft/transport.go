@@ -211,18 +211,28 @@ func Register(srv *erpc.Server, cfg Config) (*Transport, error) {
 		streams:   make(map[uint64]*snapStream),
 		shutdown:  make(chan struct{}),
 	}
+	// The handlers that hand requests to raft are OnLoop: none blocks, and
+	// an inline handler that erpc hands off (one the scheduler preempted
+	// past the handoff threshold, say) would finish beside the loop's next
+	// handlers and queue its request after theirs, so raft would see one
+	// session's AppendEntries out of the order they arrived in. The
+	// snapshot handler is not: its chunk hand-over takes a lock that
+	// raft's reader holds while it answers a chunk, and chunks come one at
+	// a time anyway.
+	onLoop := []erpc.HandlerOption{erpc.OnLoop()}
 	for _, m := range []struct {
 		name string
 		fn   func(erpc.Request)
+		opts []erpc.HandlerOption
 	}{
-		{methodAppendEntries, t.serveAppendEntries},
-		{methodHeartbeat, t.serveHeartbeat},
-		{methodRequestVote, t.serveRequestVote},
-		{methodPreVote, t.servePreVote},
-		{methodTimeoutNow, t.serveTimeoutNow},
-		{methodSnapshot, t.serveSnapshot},
+		{methodAppendEntries, t.serveAppendEntries, onLoop},
+		{methodHeartbeat, t.serveHeartbeat, onLoop},
+		{methodRequestVote, t.serveRequestVote, onLoop},
+		{methodPreVote, t.servePreVote, onLoop},
+		{methodTimeoutNow, t.serveTimeoutNow, onLoop},
+		{methodSnapshot, t.serveSnapshot, nil},
 	} {
-		if err := srv.HandleRaw(m.name, m.fn); err != nil {
+		if err := srv.HandleRaw(m.name, m.fn, m.opts...); err != nil {
 			return nil, fmt.Errorf("erpc/raft: %w", err)
 		}
 	}
