@@ -48,7 +48,7 @@ func TestHostileBacklogMemoryOfSmallDatagrams(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	held := 0
 	for _, d := range c.backlog.q[c.backlog.head:] {
-		held += cap(d) + 24 // the buffer and its slice header in q
+		held += cap(d.b) + backlogEntry // the buffer and its entry in q
 	}
 	if tr.Stats().Backlogged == 0 {
 		t.Fatal("nothing went to the backlog")
