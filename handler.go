@@ -34,7 +34,9 @@ func Background() HandlerOption { return func(h *handler) { h.background = true 
 // Session.Go continuation or a Post function, may share state with them
 // without a lock; and like them it must not block, since every call and
 // request of the endpoint waits while it runs (a stall is logged, see
-// WithStallLog).
+// WithStallLog). OnLoop handlers of one session run in the order its
+// requests arrive; a handler that may be handed off does not keep that
+// order (WithHandoff).
 func OnLoop() HandlerOption { return func(h *handler) { h.onLoop = true } }
 
 type handler struct {

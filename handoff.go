@@ -52,6 +52,12 @@ const defaultHandoff = 100 * time.Microsecond
 // makes still hands the loop off first, since the loop could never answer
 // it otherwise). A handler that ends its goroutine (runtime.Goexit) gets
 // an Internal answer, and the loop goes on on a fresh goroutine.
+//
+// A handed-off handler runs beside the loop's next handlers, so one
+// session's requests may then be handled out of their arrival order (a
+// handler preempted by the OS for 100 us is enough). A handler that needs
+// arrival order, such as one that feeds a log or a pipeline, registers
+// with OnLoop, which is never handed off (contrib/raft does).
 func WithHandoff(d time.Duration) Option {
 	if d == 0 {
 		d = defaultHandoff
