@@ -4,11 +4,10 @@ import (
 	"net/netip"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/erpc-go/erpc/transport"
 )
@@ -20,25 +19,7 @@ import (
 // every ring, and the loop's next Wait sets a new epoch, which the peer
 // rings again.
 func TestStaleRing(t *testing.T) {
-	dir, err := os.MkdirTemp("", "erpcshm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	y, err := Listen(filepath.Join(dir, "y.sock"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer y.Close()
-	x, err := Listen("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	to, err := x.Resolve(filepath.Join(dir, "y.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, y, to := internalPair(t)
 	toY := x.snap.Load().byAddr[to] // x's connection to y
 	var yc *conn                    // y's connection to x
 	for yc == nil {

@@ -2,8 +2,6 @@ package shm
 
 import (
 	"net/netip"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,25 +15,7 @@ import (
 // is written, so the count does see bells (the fault the test guards
 // against is counted where it happens).
 func TestPollingPeerNoBell(t *testing.T) {
-	dir, err := os.MkdirTemp("", "erpcshm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	y, err := Listen(filepath.Join(dir, "y.sock"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer y.Close()
-	x, err := Listen("", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer x.Close()
-	toY, err := x.Resolve(filepath.Join(dir, "y.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	x, y, toY := internalPair(t)
 	for len(y.snap.Load().conns) != 1 {
 		time.Sleep(100 * time.Microsecond)
 	}
