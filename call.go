@@ -373,12 +373,34 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 
 // finish records the outcome of a blocking call and wakes its caller.
 func (c *call) finish(resp []byte, err error) {
-	if c.cont != nil { // only after the loop stopped: run it here
-		cont := c.cont
-		putCall(c)
-		cont(nil, err)
-		return
-	}
 	c.resp, c.err = resp, err
 	c.done <- struct{}{}
+}
+
+// finishStopped settles call c, which the loop never took because it had
+// stopped, with err. A blocking call's caller gets err at once. An async
+// call's continuation runs on a goroutine of its own: c was posted by a
+// Session.Go (or by the loop's stop, for calls still queued), and run on
+// the poster's stack a continuation would run inside the Go that started
+// its call, and one that retries on failure would nest a Go per retry.
+// Only a closed endpoint pays for the goroutine.
+func (ep *Endpoint) finishStopped(c *call, err error) {
+	if c.cont == nil {
+		c.finish(nil, err)
+		return
+	}
+	cont := c.cont
+	if c.stats != nil {
+		ep.opts.stats.CallEnd(c.stats, c.statsInfo, CallEnd{Code: CodeOf(err), Err: err,
+			Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
+	}
+	putCall(c)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ep.log.Error("erpc: call continuation panicked", "panic", p)
+			}
+		}()
+		cont(nil, err)
+	}()
 }

@@ -465,13 +465,14 @@ func (ep *Endpoint) stop(now proto.Time) {
 }
 
 // failCommand settles a command that arrived after the loop stopped. A
-// response is dropped (its request was abandoned); a function is dropped
-// too, since the engine must not be touched off the loop (posters of
-// functions also wait on loopDone).
+// call fails (an async call's continuation on a goroutine of its own:
+// finishStopped); a response is dropped (its request was abandoned); a
+// function is dropped too, since the engine must not be touched off the
+// loop (posters of functions also wait on loopDone).
 func (ep *Endpoint) failCommand(c command) {
 	switch c.kind {
 	case cmdCall:
-		c.call.finish(nil, c.call.closedError())
+		ep.finishStopped(c.call, c.call.closedError())
 	case cmdDial:
 		c.sess.onDown(0, errClosed)
 	case cmdRespond:
