@@ -345,7 +345,9 @@ func silentPeer(err error) bool {
 	return errors.Is(err, proto.ErrConnectTimeout) || errors.Is(err, proto.ErrPeerTimeout)
 }
 
-// finishOnLoop completes c; an async call's continuation runs here.
+// finishOnLoop completes c; an async call's continuation runs here. A
+// continuation that ends its goroutine (runtime.Goexit) takes only that
+// goroutine: the loop goes on on a fresh one (goexitOnLoop).
 func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	if c.cont == nil {
 		c.finish(resp, err)
@@ -359,9 +361,12 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	}
 	putCall(c)
 	ep.watch.running(continuationHandler)
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			ep.log.Error("erpc: call continuation panicked", "panic", p)
+		} else if !returned {
+			ep.goexitOnLoop() // the continuation called runtime.Goexit
 		}
 	}()
 	if err != nil {
@@ -369,6 +374,7 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	} else {
 		cont(resp, nil)
 	}
+	returned = true
 }
 
 // finish records the outcome of a blocking call and wakes its caller.
