@@ -197,7 +197,9 @@ func (s *Session) calledOnLoop() bool { return s.ep.blockingRefused() }
 
 // Go sends req to method and returns at once; done runs on the endpoint's
 // event loop when the call completes, with the response (in resp if it
-// fit) or the error. done must not block: it may post more calls (nested
+// fit) or the error. It never runs inside this Go: if the endpoint has
+// closed before its loop took the call, done gets the Unavailable error
+// on a goroutine of its own, which may run after Close has returned. done must not block: it may post more calls (nested
 // calls) or respond to a request, but long work belongs on another
 // goroutine. The engine holds req and resp until done runs.
 func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err error)) {
