@@ -197,7 +197,9 @@ func (s *Session) calledOnLoop() bool { return s.ep.blockingRefused() }
 
 // Go sends req to method and returns at once; done runs on the endpoint's
 // event loop when the call completes, with the response (in resp if it
-// fit) or the error. done must not block: it may post more calls (nested
+// fit) or the error. It never runs inside this Go: if the endpoint has
+// closed before its loop took the call, done gets the Unavailable error
+// on a goroutine of its own, which may run after Close has returned. done must not block: it may post more calls (nested
 // calls) or respond to a request, but long work belongs on another
 // goroutine. The engine holds req and resp until done runs.
 func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err error)) {
@@ -345,7 +347,9 @@ func silentPeer(err error) bool {
 	return errors.Is(err, proto.ErrConnectTimeout) || errors.Is(err, proto.ErrPeerTimeout)
 }
 
-// finishOnLoop completes c; an async call's continuation runs here.
+// finishOnLoop completes c; an async call's continuation runs here. A
+// continuation that ends its goroutine (runtime.Goexit) takes only that
+// goroutine: the loop goes on on a fresh one (goexitOnLoop).
 func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	if c.cont == nil {
 		c.finish(resp, err)
@@ -359,9 +363,12 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	}
 	putCall(c)
 	ep.watch.running(continuationHandler)
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			ep.log.Error("erpc: call continuation panicked", "panic", p)
+		} else if !returned {
+			ep.goexitOnLoop() // the continuation called runtime.Goexit
 		}
 	}()
 	if err != nil {
@@ -369,16 +376,39 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	} else {
 		cont(resp, nil)
 	}
+	returned = true
 }
 
 // finish records the outcome of a blocking call and wakes its caller.
 func (c *call) finish(resp []byte, err error) {
-	if c.cont != nil { // only after the loop stopped: run it here
-		cont := c.cont
-		putCall(c)
-		cont(nil, err)
-		return
-	}
 	c.resp, c.err = resp, err
 	c.done <- struct{}{}
+}
+
+// finishStopped settles call c, which the loop never took because it had
+// stopped, with err. A blocking call's caller gets err at once. An async
+// call's continuation runs on a goroutine of its own: c was posted by a
+// Session.Go (or by the loop's stop, for calls still queued), and run on
+// the poster's stack a continuation would run inside the Go that started
+// its call, and one that retries on failure would nest a Go per retry.
+// Only a closed endpoint pays for the goroutine.
+func (ep *Endpoint) finishStopped(c *call, err error) {
+	if c.cont == nil {
+		c.finish(nil, err)
+		return
+	}
+	cont := c.cont
+	if c.stats != nil {
+		ep.opts.stats.CallEnd(c.stats, c.statsInfo, CallEnd{Code: CodeOf(err), Err: err,
+			Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
+	}
+	putCall(c)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				ep.log.Error("erpc: call continuation panicked", "panic", p)
+			}
+		}()
+		cont(nil, err)
+	}()
 }

@@ -84,8 +84,12 @@
 // handler hands the loop off first; made by a continuation, Post function
 // or OnLoop handler, on the loop itself, it could never complete, so it
 // fails at once with FailedPrecondition. One of those that holds the loop
-// too long is logged (WithStallLog). Use several endpoints for several
-// cores.
+// too long is logged (WithStallLog). A continuation never runs inside the
+// Session.Go that started its call: one whose call finds the endpoint
+// closed runs on a goroutine of its own. A continuation or Post function
+// that ends its goroutine (runtime.Goexit, as t.FailNow does) ends only
+// that goroutine: the loop goes on on a fresh one, as after a handoff.
+// Use several endpoints for several cores.
 //
 // A Request may be kept and used from any goroutine, for as long as one
 // likes, with no data race: until the request is answered its accessors
@@ -305,7 +309,8 @@
 //     loopg_linux.go and loopg_other.go (the calling goroutine's
 //     identity, for calls started on the loop without the queue:
 //     call.go's startOnLoop), goexit.go
-//     (a handler that calls runtime.Goexit), queue.go (the commands
+//     (a handler, continuation or Post function that calls
+//     runtime.Goexit), queue.go (the commands
 //     other goroutines hand the loop), endpoint.go (Endpoint: Listen,
 //     transports by scheme, Post, Close, Shutdown, Stats).
 //   - The protocol engine: internal/proto (sans-I/O; its doc says what

@@ -319,7 +319,9 @@ func (ep *Endpoint) enqueue(c command) bool {
 // handoff threshold: one that runs longer finishes beside it.) fn must
 // not block. Post returns an Unavailable error, and fn does not run, once
 // the endpoint has closed; fn is also dropped if the endpoint closes
-// before the loop reaches it.
+// before the loop reaches it. An fn that ends its goroutine
+// (runtime.Goexit, as t.FailNow does) is logged, and the loop goes on on
+// a fresh goroutine with the work queued after fn.
 func (ep *Endpoint) Post(fn func()) error {
 	if fn == nil {
 		return &Error{Code: InvalidArgument, Msg: "Post of a nil function"}

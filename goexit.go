@@ -61,3 +61,46 @@ func (ep *Endpoint) goexitInline(r *request) {
 	ep.watch.handing.Unlock()
 	ep.leftLoop(r)
 }
+
+// runPosted runs a Post function on the loop. One that ends its goroutine
+// (runtime.Goexit) takes only that goroutine, as a continuation's does
+// (goexitOnLoop); a panic is not this guard's business and goes on.
+func (ep *Endpoint) runPosted(fn func()) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if p := recover(); p != nil {
+			panic(p)
+		}
+		ep.goexitOnLoop()
+	}()
+	fn()
+	returned = true
+}
+
+// goexitOnLoop is run by the deferred call of a continuation or Post
+// function that ended the loop's goroutine with runtime.Goexit, which no
+// recover stops. The goroutine gives up the loop as a handed-off one
+// does: it withdraws its identity (watch.gid and watch.g), so that no
+// later goroutine reusing its g passes startOnLoop's check, requeues the
+// rest of the command batch it was running, ahead of what was posted
+// since, and starts a fresh goroutine that goes on with the loop's turns
+// (or finishes stopping it, if it was stopping: stop runs again from the
+// start, which it may, as the transport closes only after the last user
+// code). The loop's stack holds no other deferred call (see turns), so
+// nothing of the loop's runs on the way out.
+func (ep *Endpoint) goexitOnLoop() {
+	ep.log.Error("erpc: a Session.Go continuation or Post function called runtime.Goexit (t.FailNow or similar); " +
+		"the event loop goes on on a fresh goroutine")
+	if b := ep.loop.batch; b != nil {
+		ep.cmds.requeue(b[ep.loop.batchNext:])
+		ep.loop.batch = nil
+	}
+	ep.watch.handing.Lock() // no blockingRefused or handoff looks at gid meanwhile
+	ep.watch.setLoop(0)
+	ep.watch.handing.Unlock()
+	runtime.UnlockOSThread() // a busy-polling loop's thread goes back to the runtime
+	go ep.resume()
+}

@@ -36,7 +36,11 @@ type loopState struct {
 	directCalls    int // calls user code on the loop started without the queue (startOnLoop; a test's)
 	deadlineSpins  int // idle turns spent waiting for such a deadline or answer
 	mem            memRelease
-	share          spinShare // spin_share.go
+	// The command batch runCommands is running, and the index of the
+	// next command in it (goexitOnLoop requeues the rest).
+	batch     []command
+	batchNext int
+	share     spinShare // spin_share.go
 	// Shutdown's drain: when it told the clients, and when it last
 	// refused a request (endpoint.go, drainQuiet).
 	drainedAt, lastRefusal proto.Time
@@ -410,7 +414,12 @@ func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
 	if len(cmds) == 0 {
 		return false
 	}
+	// The batch is the loop's state while it runs: a continuation or Post
+	// function that ends the loop's goroutine leaves the rest of it to
+	// the next owner (goexitOnLoop).
+	ep.loop.batch = cmds
 	for i := range cmds {
+		ep.loop.batchNext = i + 1
 		c := &cmds[i]
 		switch c.kind {
 		case cmdCall:
@@ -431,11 +440,12 @@ func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
 			c.sess.closeOnLoop(now)
 			c.fn()
 		case cmdFunc:
-			c.fn()
+			ep.runPosted(c.fn)
 		case cmdStop:
 			ep.loop.stopped = true
 		}
 	}
+	ep.loop.batch = nil
 	ep.cmds.recycle(cmds)
 	return true
 }
@@ -465,13 +475,14 @@ func (ep *Endpoint) stop(now proto.Time) {
 }
 
 // failCommand settles a command that arrived after the loop stopped. A
-// response is dropped (its request was abandoned); a function is dropped
-// too, since the engine must not be touched off the loop (posters of
-// functions also wait on loopDone).
+// call fails (an async call's continuation on a goroutine of its own:
+// finishStopped); a response is dropped (its request was abandoned); a
+// function is dropped too, since the engine must not be touched off the
+// loop (posters of functions also wait on loopDone).
 func (ep *Endpoint) failCommand(c command) {
 	switch c.kind {
 	case cmdCall:
-		c.call.finish(nil, c.call.closedError())
+		ep.finishStopped(c.call, c.call.closedError())
 	case cmdDial:
 		c.sess.onDown(0, errClosed)
 	case cmdRespond:

@@ -84,3 +84,19 @@ func (q *cmdQueue) recycle(b []command) {
 	}
 	q.mu.Unlock()
 }
+
+// requeue puts b, the rest of a batch the loop took but did not run, back
+// at the head of the queue (goexitOnLoop). It copies b; it allocates, on
+// that rare path only.
+func (q *cmdQueue) requeue(b []command) {
+	if len(b) == 0 {
+		return
+	}
+	q.mu.Lock()
+	buf := make([]command, 0, len(b)+len(q.buf))
+	buf = append(append(buf, b...), q.buf...)
+	clear(q.buf)
+	q.buf = buf
+	q.mu.Unlock()
+	q.n.Add(int32(len(b)))
+}
