@@ -144,6 +144,23 @@ func (c *Client) tlsNameFor(a resolver.Address) string {
 	return c.tlsName
 }
 
+// renameLocked gives r the TLS name the resolver's latest word implies
+// (an SRV target that changed for the same address). Its next dial
+// verifies the new name; a session it has stays. Without a session, the
+// failures of dials that verified the old name say nothing about the new
+// one: it is dialed again at once (under c.mu).
+func (c *Client) renameLocked(r *replica, name string) {
+	if name == r.tlsName {
+		return
+	}
+	r.tlsName = name
+	if r.sess.Load() == nil {
+		r.dialFails = 0
+		r.nextDial = time.Time{}
+		r.lastErr = nil
+	}
+}
+
 // tlsNameKey carries, in a dial's context, the server name a Client gives
 // the dial of a replica known by its IP (tlsNameFor).
 type tlsNameKey struct{}
