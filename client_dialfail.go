@@ -2,10 +2,10 @@ package erpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -88,23 +88,34 @@ func (ep *Endpoint) checkClientEntries(target string, t resolver.Target) *Error 
 		if err == nil && host == "" {
 			err = fmt.Errorf("no host")
 		}
-		if n, perr := strconv.Atoi(port); err == nil && (port == "" || perr == nil && (n < 1 || n > 0xFFFF)) {
-			err = fmt.Errorf("port %q is not 1 to 65535", port)
+		var n uint16
+		if err == nil {
+			n, err = entryPort(port)
 		}
 		if err != nil {
 			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
 				"new client %q: %q is not host:port with a host and a port from 1 to 65535 (%v)", target, entry, err)}
 		}
 		if ip, err := netip.ParseAddr(host); err == nil {
-			if n, err := strconv.Atoi(port); err == nil {
-				if e := ep.checkDialPolicy(target, []netip.AddrPort{netip.AddrPortFrom(dialAddr(ip), uint16(n))}); e != nil {
-					e.Msg = "new client: " + e.Msg
-					return e
-				}
+			if e := ep.checkDialPolicy(target, []netip.AddrPort{netip.AddrPortFrom(dialAddr(ip), n)}); e != nil {
+				e.Msg = "new client: " + e.Msg
+				return e
 			}
 		}
 	}
 	return nil
+}
+
+// entryPort is the port of a Client's entry as its dials will read it
+// (lookupPort: decimal, or a service name the system knows for UDP), so
+// that NewClient refuses exactly the ports every dial would.
+func entryPort(port string) (uint16, error) {
+	if port == "" {
+		return 0, errors.New("no port")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // a local look-up (services file)
+	defer cancel()
+	return lookupPort(ctx, port)
 }
 
 // targetName is the host name in target, the name its replicas' TLS
