@@ -65,7 +65,8 @@ func clientTargetError(target string) *Error {
 // checkClientEntries refuses, at NewClient, the entries of a passthrough
 // or static target that no dial could ever accept (the form erpc.Dial
 // refuses with InvalidArgument), and literal addresses the plaintext
-// policy refuses; a name is left to the dials, which look it up.
+// policy refuses, those of a dns:/// target too; a name is left to the
+// dials, which look it up.
 func (ep *Endpoint) checkClientEntries(target string, t resolver.Target) *Error {
 	var entries []string
 	switch t.Scheme {
@@ -73,6 +74,12 @@ func (ep *Endpoint) checkClientEntries(target string, t resolver.Target) *Error 
 		entries = []string{t.Endpoint}
 	case "static":
 		entries = strings.Split(t.Endpoint, ",")
+	case "dns": // a literal IP, which the dns resolver gives as it is
+		host, _, err := net.SplitHostPort(t.Endpoint)
+		if _, perr := netip.ParseAddr(host); err != nil || perr != nil {
+			return nil // a name, or an SRV name: looked up by the resolver
+		}
+		entries = []string{t.Endpoint}
 	default:
 		return nil
 	}

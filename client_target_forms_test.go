@@ -47,3 +47,31 @@ func TestClientPortFormsAgreeWithDial(t *testing.T) {
 		t.Fatal("Dial refused none of the forms: the test checked nothing")
 	}
 }
+
+// TestClientPlaintextPolicyLiteralForms: a literal address of another
+// host, without WithTLS or Insecure, is refused by NewClient in every form
+// a target can carry it: plain, udp://, static:///, and dns:/// (whose
+// resolver gives the IP as it is).
+
+func TestClientPlaintextPolicyLiteralForms(t *testing.T) {
+	checkLeaks(t)
+	for _, target := range []string{"10.1.2.3:5000", "udp://10.1.2.3:5000", "static:///10.1.2.3:5000",
+		"dns:///10.1.2.3:5000", "dns:///[2001:db8::1]:5000", "static:///127.0.0.1:5000,10.1.2.3:5000"} {
+		c, err := erpc.NewClient(target)
+		if err == nil {
+			took, cerr := callClient(c)
+			c.Close()
+			t.Errorf("NewClient(%q) took it; a call then: %v after %v", target, cerr, took.Round(time.Millisecond))
+			continue
+		}
+		if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(err.Error(), "erpc.Insecure()") {
+			t.Errorf("NewClient(%q): %v, want the plaintext policy's InvalidArgument", target, err)
+		}
+	}
+	// A name is left to the dials (it may resolve to this host).
+	c, err := erpc.NewClient("dns:///localhost:5000")
+	if err != nil {
+		t.Fatalf("NewClient(dns:///localhost:5000): %v", err)
+	}
+	c.Close()
+}
