@@ -93,6 +93,39 @@ func TestListenTLSWithoutCertificateRefused(t *testing.T) {
 	cli.Close()
 }
 
+// TestListenTLSEmptyCertificateRefused: a Certificates list whose entry
+// has no certificate bytes or no private key (tls.Certificate{}, a key
+// left out) is refused by Server.Listen as no certificate is: every
+// handshake that picked it would fail. A complete one is taken.
+func TestListenTLSEmptyCertificateRefused(t *testing.T) {
+	checkLeaks(t)
+	pki := newTestPKI(t)
+	srv := serverWith(t, "Echo", echoHandler)
+	good := pki.server
+	for name, certs := range map[string][]tls.Certificate{
+		"empty":                 {{}},
+		"no private key":        {{Certificate: good.Certificate}},
+		"no certificate":        {{PrivateKey: good.PrivateKey}},
+		"a good one, a bad one": {good, {}},
+	} {
+		ep, err := srv.Listen("127.0.0.1:0", erpc.WithTLS(&tls.Config{Certificates: certs}))
+		if err == nil {
+			ep.Close()
+			t.Errorf("%s: Server.Listen took it", name)
+			continue
+		}
+		if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: %v, want InvalidArgument naming the certificate", name, err)
+		}
+	}
+	ep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(&tls.Config{Certificates: []tls.Certificate{good}}))
+	s, err := erpc.Dial(context.Background(), ep.Target(), erpc.WithTLS(pki.clientTLS()))
+	if err != nil {
+		t.Fatalf("control: a complete certificate: %v", err)
+	}
+	s.Close()
+}
+
 // TestResponseOverLimitNamesBothSizes: a handler's response over the
 // session's limit fails the call with Internal (the server failed, not
 // the caller's arguments) naming the response's size and the limit.
