@@ -122,7 +122,9 @@ type ReplicaInfo struct {
 //
 // A target that can never work fails here with InvalidArgument: an entry
 // of a plain or static:/// target without a host or a port from 1 to
-// 65535, a literal address the plaintext policy refuses (WithTLS), a
+// 65535 (decimal, or a service name the system knows for UDP, as Dial
+// reads it), a literal address the plaintext policy refuses (WithTLS;
+// plain, udp://, static:/// or dns:///10.1.2.3:port alike), a
 // tcp:// target (a Client's replicas are UDP, mem:// or shm://; erpc.Dial
 // takes tcp://), a URL, or a scheme no resolver serves. A call fails at
 // once, with the dials' code (InvalidArgument, Unauthenticated,

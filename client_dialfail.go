@@ -2,10 +2,10 @@ package erpc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
 	"strings"
 	"time"
 
@@ -65,7 +65,8 @@ func clientTargetError(target string) *Error {
 // checkClientEntries refuses, at NewClient, the entries of a passthrough
 // or static target that no dial could ever accept (the form erpc.Dial
 // refuses with InvalidArgument), and literal addresses the plaintext
-// policy refuses; a name is left to the dials, which look it up.
+// policy refuses, those of a dns:/// target too; a name is left to the
+// dials, which look it up.
 func (ep *Endpoint) checkClientEntries(target string, t resolver.Target) *Error {
 	var entries []string
 	switch t.Scheme {
@@ -73,6 +74,12 @@ func (ep *Endpoint) checkClientEntries(target string, t resolver.Target) *Error 
 		entries = []string{t.Endpoint}
 	case "static":
 		entries = strings.Split(t.Endpoint, ",")
+	case "dns": // a literal IP, which the dns resolver gives as it is
+		host, _, err := net.SplitHostPort(t.Endpoint)
+		if _, perr := netip.ParseAddr(host); err != nil || perr != nil {
+			return nil // a name, or an SRV name: looked up by the resolver
+		}
+		entries = []string{t.Endpoint}
 	default:
 		return nil
 	}
@@ -88,23 +95,34 @@ func (ep *Endpoint) checkClientEntries(target string, t resolver.Target) *Error 
 		if err == nil && host == "" {
 			err = fmt.Errorf("no host")
 		}
-		if n, perr := strconv.Atoi(port); err == nil && (port == "" || perr == nil && (n < 1 || n > 0xFFFF)) {
-			err = fmt.Errorf("port %q is not 1 to 65535", port)
+		var n uint16
+		if err == nil {
+			n, err = entryPort(port)
 		}
 		if err != nil {
 			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf(
 				"new client %q: %q is not host:port with a host and a port from 1 to 65535 (%v)", target, entry, err)}
 		}
 		if ip, err := netip.ParseAddr(host); err == nil {
-			if n, err := strconv.Atoi(port); err == nil {
-				if e := ep.checkDialPolicy(target, []netip.AddrPort{netip.AddrPortFrom(dialAddr(ip), uint16(n))}); e != nil {
-					e.Msg = "new client: " + e.Msg
-					return e
-				}
+			if e := ep.checkDialPolicy(target, []netip.AddrPort{netip.AddrPortFrom(dialAddr(ip), n)}); e != nil {
+				e.Msg = "new client: " + e.Msg
+				return e
 			}
 		}
 	}
 	return nil
+}
+
+// entryPort is the port of a Client's entry as its dials will read it
+// (lookupPort: decimal, or a service name the system knows for UDP), so
+// that NewClient refuses exactly the ports every dial would.
+func entryPort(port string) (uint16, error) {
+	if port == "" {
+		return 0, errors.New("no port")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second) // a local look-up (services file)
+	defer cancel()
+	return lookupPort(ctx, port)
 }
 
 // targetName is the host name in target, the name its replicas' TLS
@@ -142,6 +160,23 @@ func (c *Client) tlsNameFor(a resolver.Address) string {
 		}
 	}
 	return c.tlsName
+}
+
+// renameLocked gives r the TLS name the resolver's latest word implies
+// (an SRV target that changed for the same address). Its next dial
+// verifies the new name; a session it has stays. Without a session, the
+// failures of dials that verified the old name say nothing about the new
+// one: it is dialed again at once (under c.mu).
+func (c *Client) renameLocked(r *replica, name string) {
+	if name == r.tlsName {
+		return
+	}
+	r.tlsName = name
+	if r.sess.Load() == nil {
+		r.dialFails = 0
+		r.nextDial = time.Time{}
+		r.lastErr = nil
+	}
 }
 
 // tlsNameKey carries, in a dial's context, the server name a Client gives

@@ -51,6 +51,11 @@ func (r *fleetResolver) set(name string, addrs ...string) {
 	for _, a := range addrs {
 		set = append(set, resolver.Address{Addr: a})
 	}
+	r.setAddrs(name, set...)
+}
+
+// setAddrs is set with each address's attributes (an SRV target...).
+func (r *fleetResolver) setAddrs(name string, set ...resolver.Address) {
 	r.mu.Lock()
 	r.sets[name] = set
 	ws := append([]resolver.Watcher(nil), r.watchers[name]...)

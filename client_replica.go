@@ -207,11 +207,12 @@ func (c *Client) stateOf(r *replica) ReplicaState {
 func (c *Client) startDial(r *replica) {
 	r.dialing = true
 	c.dialsOut.Add(1)
+	tlsName := r.tlsName // read under Client.mu: Update may change it
 	go func() {
 		defer c.dialsOut.Done()
 		ctx, cancel := context.WithCancel(context.Background())
-		if r.tlsName != "" {
-			ctx = context.WithValue(ctx, tlsNameKey{}, r.tlsName)
+		if tlsName != "" {
+			ctx = context.WithValue(ctx, tlsNameKey{}, tlsName)
 		}
 		go func() { // Close cancels a dial under way
 			select {
@@ -319,6 +320,7 @@ func (w *clientWatcher) Update(st resolver.State) {
 		seen[a.Addr] = true
 		if r := c.replicas[a.Addr]; r != nil {
 			r.removed = false
+			c.renameLocked(r, c.tlsNameFor(a))
 			continue
 		}
 		r := &replica{addr: a.Addr, bal: balancer.Replica{Addr: a.Addr, Weight: a.Weight, Zone: a.Zone}, tlsName: c.tlsNameFor(a)}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/erpc-go/erpc"
+	"github.com/erpc-go/erpc/resolver"
 )
 
 // namesOnlyLeaf issues a server certificate for the DNS names given and
@@ -84,5 +85,42 @@ func TestClientTLSVerifiesTargetHostName(t *testing.T) {
 	defer c.Close()
 	if _, err := callClient(c); erpc.CodeOf(err) != erpc.Unauthenticated {
 		t.Errorf("a replica known by its IP only, against a certificate for names only: %v, want Unauthenticated", err)
+	}
+}
+
+// TestClientTLSNameFollowsSRVTarget: the resolver first gives 127.0.0.1:p
+// with SRV target old.fleet.test, then the same address with SRV target
+// db.fleet.test, the name the server's certificate has. The replica's
+// dials must then verify db.fleet.test: a call succeeds.
+func TestClientTLSNameFollowsSRVTarget(t *testing.T) {
+	pki := newTestPKI(t)
+	cert := pki.namesOnlyLeaf("db.fleet.test")
+	srv := serverWith(t, "Echo", echoHandler)
+	ep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(&tls.Config{Certificates: []tls.Certificate{cert}}))
+	addr := "127.0.0.1:" + strconv.Itoa(int(ep.Addr().Port()))
+	name := newFleetName()
+	srvTarget := func(target string) resolver.Address {
+		return resolver.Address{Addr: addr, Attrs: map[string]string{"srv_target": target}}
+	}
+	testResolver.setAddrs(name, srvTarget("old.fleet.test."))
+	c, err := erpc.NewClient("fleettest:///"+name, erpc.WithTLS(&tls.Config{RootCAs: pki.pool}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := callClient(c); erpc.CodeOf(err) != erpc.Unauthenticated {
+		t.Fatalf("control: SRV target old.fleet.test, a certificate for db.fleet.test only: %v, want Unauthenticated", err)
+	}
+	testResolver.setAddrs(name, srvTarget("db.fleet.test."))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = callClient(c)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("10 s after the resolver gave the replica SRV target db.fleet.test (its certificate's name): %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

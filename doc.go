@@ -135,9 +135,9 @@
 // travels to the handler's context. A server that is gone, restarted, or
 // closed gives Unavailable within the failure timeout (WithFailureTimeout).
 // A full server gives ResourceExhausted at once; a request over the
-// session's limit, InvalidArgument with both sizes (a handler's response
-// over it, Internal with both: the server failed, not the call's
-// arguments); a method the server does not have, Unimplemented with its
+// session's limit, InvalidArgument with both sizes, the method and the
+// target (a handler's response over it, Internal with both sizes and the
+// method: the server failed, not the call's arguments); a method the server does not have, Unimplemented with its
 // name. A host name that does not exist fails Dial and Listen alike with
 // InvalidArgument (a typo, which waiting will not fix); a resolver that
 // could not answer, with Unavailable. NotExecuted (errors.Is with

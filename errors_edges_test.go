@@ -3,9 +3,11 @@ package erpc_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/erpc-go/erpc"
 )
@@ -91,6 +93,39 @@ func TestListenTLSWithoutCertificateRefused(t *testing.T) {
 	cli.Close()
 }
 
+// TestListenTLSEmptyCertificateRefused: a Certificates list whose entry
+// has no certificate bytes or no private key (tls.Certificate{}, a key
+// left out) is refused by Server.Listen as no certificate is: every
+// handshake that picked it would fail. A complete one is taken.
+func TestListenTLSEmptyCertificateRefused(t *testing.T) {
+	checkLeaks(t)
+	pki := newTestPKI(t)
+	srv := serverWith(t, "Echo", echoHandler)
+	good := pki.server
+	for name, certs := range map[string][]tls.Certificate{
+		"empty":                 {{}},
+		"no private key":        {{Certificate: good.Certificate}},
+		"no certificate":        {{PrivateKey: good.PrivateKey}},
+		"a good one, a bad one": {good, {}},
+	} {
+		ep, err := srv.Listen("127.0.0.1:0", erpc.WithTLS(&tls.Config{Certificates: certs}))
+		if err == nil {
+			ep.Close()
+			t.Errorf("%s: Server.Listen took it", name)
+			continue
+		}
+		if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(err.Error(), "certificate") {
+			t.Errorf("%s: %v, want InvalidArgument naming the certificate", name, err)
+		}
+	}
+	ep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(&tls.Config{Certificates: []tls.Certificate{good}}))
+	s, err := erpc.Dial(context.Background(), ep.Target(), erpc.WithTLS(pki.clientTLS()))
+	if err != nil {
+		t.Fatalf("control: a complete certificate: %v", err)
+	}
+	s.Close()
+}
+
 // TestResponseOverLimitNamesBothSizes: a handler's response over the
 // session's limit fails the call with Internal (the server failed, not
 // the caller's arguments) naming the response's size and the limit.
@@ -160,5 +195,32 @@ func TestUnresolvableHostSameCode(t *testing.T) {
 		if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(err.Error(), host) {
 			t.Errorf("%s of %s: %v (code %v), want InvalidArgument naming the host", what, host, err, erpc.CodeOf(err))
 		}
+	}
+}
+
+// TestSizeErrorsNameMethodAndTarget: a request over the session's limit
+// (the client's, here) fails InvalidArgument naming both sizes, the
+// method and the target; a handler's response over it fails Internal
+// naming both sizes and the method.
+func TestSizeErrorsNameMethodAndTarget(t *testing.T) {
+	checkLeaks(t)
+	srv := serverWith(t, "Big", func(context.Context, []byte) ([]byte, error) { return make([]byte, 2000), nil })
+	ep := listenT(t, srv, "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := erpc.Dial(ctx, ep.Target(), erpc.WithMaxMessageSize(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Call(ctx, "Big", make([]byte, 1500), nil)
+	if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(fmt.Sprint(err), "1500") || !strings.Contains(fmt.Sprint(err), "1000") ||
+		!strings.Contains(fmt.Sprint(err), `"Big"`) || !strings.Contains(fmt.Sprint(err), ep.Target()) {
+		t.Errorf("a request of 1500 bytes over 1000: %v (code %v), want InvalidArgument naming both sizes, \"Big\" and %s", err, erpc.CodeOf(err), ep.Target())
+	}
+	_, err = s.Call(ctx, "Big", []byte("x"), nil)
+	if erpc.CodeOf(err) != erpc.Internal || !strings.Contains(fmt.Sprint(err), "2000") || !strings.Contains(fmt.Sprint(err), "1000") ||
+		!strings.Contains(fmt.Sprint(err), `"Big"`) {
+		t.Errorf("a response of 2000 bytes over 1000: %v (code %v), want Internal naming both sizes and \"Big\"", err, erpc.CodeOf(err))
 	}
 }

@@ -363,7 +363,7 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	ep.workers.answered(r)
 	err := ep.eng.RespondFlags(now, r.h, r.status, resp, r.respFlags)
 	if errors.Is(err, proto.ErrMsgTooLarge) {
-		msg := fmt.Sprintf("the handler's response of %d bytes is larger than the session's maximum", len(resp))
+		msg := fmt.Sprintf("method %q: the handler's response of %d bytes is larger than the session's maximum", r.handler.name, len(resp))
 		var size *proto.SizeError
 		if errors.As(err, &size) {
 			msg += fmt.Sprintf(" of %d bytes (WithMaxMessageSize, the smaller of the two ends')", size.Max)

@@ -241,7 +241,7 @@ func (c *call) where(msg string) string {
 func (ep *Endpoint) callError(c *call, err error, status uint8, msg []byte) *Error {
 	if err != nil {
 		e := engineError(err)
-		if e.Code == Unavailable {
+		if e.Code == Unavailable || errors.Is(err, proto.ErrMsgTooLarge) { // a size alone says not which call
 			e.Msg = c.where(e.Msg)
 		}
 		return e

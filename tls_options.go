@@ -21,7 +21,8 @@ import (
 // erpc's ALPN, "erpc/1": both sides require it. A Listen or Dial whose
 // cfg is nil, or names other protocols only, fails with InvalidArgument;
 // so does a Server.Listen whose cfg has no certificate (Certificates,
-// GetCertificate or GetConfigForClient).
+// GetCertificate or GetConfigForClient), or a Certificates entry without
+// its certificate bytes or private key.
 //
 // What it protects: every erpc packet after the handshake, header and
 // payload, is encrypted and authenticated, under keys only the two ends
@@ -100,11 +101,21 @@ func (o *options) checkTLS() *Error {
 
 // checkServerTLS refuses a serving endpoint's TLS config with no
 // certificate to present (no Certificates, GetCertificate or
-// GetConfigForClient): every handshake would fail, and its clients would
-// be told only "unrecognized name". A client-only endpoint needs none.
+// GetConfigForClient), or a Certificates entry without certificate bytes
+// or private key: every handshake would fail, and its clients would be
+// told only "unrecognized name". A client-only endpoint needs none.
 func checkServerTLS(addr string, srv *Server, o *options) *Error {
 	c := o.tlsConfig
-	if srv == nil || c == nil || len(c.Certificates) > 0 || c.GetCertificate != nil || c.GetConfigForClient != nil {
+	if srv == nil || c == nil {
+		return nil
+	}
+	for i, cert := range c.Certificates { // a handshake that picked it would fail
+		if len(cert.Certificate) == 0 || cert.PrivateKey == nil {
+			return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("serve on %q: WithTLS: the tls.Config's Certificates[%d] "+
+				"has no certificate bytes or no private key (load one with tls.LoadX509KeyPair or tls.X509KeyPair)", addr, i)}
+		}
+	}
+	if len(c.Certificates) > 0 || c.GetCertificate != nil || c.GetConfigForClient != nil {
 		return nil
 	}
 	return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("serve on %q: WithTLS: a server's tls.Config needs a certificate "+
