@@ -340,7 +340,9 @@ func (ep *Endpoint) Post(fn func()) error {
 // continuation), Close returns at once and the endpoint stops when that
 // handler returns; called from a background handler, it returns once the
 // loop has stopped, without waiting for the other background handlers (or
-// itself). Use Shutdown to let calls finish first.
+// itself). Use Shutdown to let calls finish first. The continuation of a
+// Session.Go call the loop never took runs on a goroutine of its own,
+// and may run after Close returns (Session.Go).
 func (ep *Endpoint) Close() error {
 	if ep.state.Swap(stateClosed) != stateClosed {
 		ep.post(command{kind: cmdStop})
