@@ -379,17 +379,7 @@ func TestPipelineOrderHandlerStall(t *testing.T) {
 	t.Cleanup(func() { appendEntriesHook = nil })
 	a := newTransport(t, Config{MaxInFlight: 4})
 	b := newTransport(t, Config{})
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var seen []uint64
-	wg := serve(b, stop, func(rpc raft.RPC) (any, error) {
-		req := rpc.Command.(*raft.AppendEntriesRequest)
-		mu.Lock()
-		seen = append(seen, req.PrevLogEntry)
-		mu.Unlock()
-		return &raft.AppendEntriesResponse{LastLog: req.PrevLogEntry, Success: true}, nil
-	})
-	defer func() { close(stop); wg.Wait() }()
+	seen := recordAppends(t, b)
 	p, err := a.AppendEntriesPipeline("b", b.LocalAddr())
 	if err != nil {
 		t.Fatal(err)
@@ -397,12 +387,8 @@ func TestPipelineOrderHandlerStall(t *testing.T) {
 	defer p.Close()
 	pl = p.(*pipeline)
 	pipelineInOrder(t, p, n, 10*time.Second)
-	mu.Lock()
-	defer mu.Unlock()
-	for i, v := range seen {
-		if v != uint64(i) {
-			t.Fatalf("raft saw %v", seen)
-		}
+	if got := seen(); !inOrder(got) {
+		t.Fatalf("raft saw %v", got)
 	}
 	// The hook ran on the loop (or, before the fix, on the goroutine that
 	// lost it); the answers that pipelineInOrder waited for order its

@@ -10,6 +10,7 @@ import (
 	"io"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,27 +207,15 @@ func TestHeartbeatFastPath(t *testing.T) {
 func TestPipelineOrder(t *testing.T) {
 	a := newTransport(t, Config{MaxInFlight: 4})
 	b := newTransport(t, Config{})
-	stop := make(chan struct{})
-	var mu sync.Mutex
-	var seen []uint64
-	wg := serve(b, stop, func(rpc raft.RPC) (any, error) {
-		req := rpc.Command.(*raft.AppendEntriesRequest)
-		mu.Lock()
-		seen = append(seen, req.PrevLogEntry)
-		mu.Unlock()
-		return &raft.AppendEntriesResponse{LastLog: req.PrevLogEntry, Success: true}, nil
-	})
-	defer func() { close(stop); wg.Wait() }()
+	seen := recordAppends(t, b)
 	pl, err := a.AppendEntriesPipeline("b", b.LocalAddr())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pl.Close()
 	pipelineInOrder(t, pl, 50, 10*time.Second)
-	for i, v := range seen {
-		if v != uint64(i) {
-			t.Fatalf("server saw %v", seen)
-		}
+	if got := seen(); !inOrder(got) {
+		t.Fatalf("server saw %v", got)
 	}
 }
 
@@ -434,4 +423,36 @@ func pipelineInOrder(t *testing.T, pl raft.AppendPipeline, n uint64, timeout tim
 	case <-time.After(timeout):
 		t.Fatal("futures not consumed")
 	}
+}
+
+// recordAppends serves b with a raft that answers every AppendEntries at
+// once and records the PrevLogEntry of each in the order raft took them;
+// seen returns them so far. Serving stops at the test's end.
+func recordAppends(t *testing.T, b *Transport) (seen func() []uint64) {
+	stop := make(chan struct{})
+	var mu sync.Mutex
+	var got []uint64
+	wg := serve(b, stop, func(rpc raft.RPC) (any, error) {
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		mu.Lock()
+		got = append(got, req.PrevLogEntry)
+		mu.Unlock()
+		return &raft.AppendEntriesResponse{LastLog: req.PrevLogEntry, Success: true}, nil
+	})
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	return func() []uint64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(got)
+	}
+}
+
+// inOrder reports whether seen is 0, 1, 2, ...
+func inOrder(seen []uint64) bool {
+	for i, v := range seen {
+		if v != uint64(i) {
+			return false
+		}
+	}
+	return true
 }
