@@ -337,6 +337,7 @@
 //     client's streams and its session's exchanges), stream_server.go,
 //     stream_serve.go and stream_hub.go (a server's streams, its side of
 //     the internal open and exchange methods, per-session state),
+//     stream_turns.go (the streams' turns in a batch, both sides),
 //     stream_icpt.go (stream interceptors); internal/stream (the sans-I/O
 //     frames, credit windows and reorder buffer).
 //   - Metadata: metadata.go (a request's metadata), respmeta.go (a

@@ -53,7 +53,10 @@ import (
 // W messages and B bytes, 16,384 and 4 MiB by default). A sender whose
 // window is used blocks in Send until its reader's Recv frees room; a
 // slow reader therefore backs up its own stream and nothing else on the
-// session. A receiver buffers at most its window (plus one message, the
+// session. The streams with output share each batch (up to 1 MiB) in
+// turns of up to 64 KiB, round after round, so a stream's queued window
+// delays another's next message by one turn, not by the whole window
+// (besides the batches already on their way). A receiver buffers at most its window (plus one message, the
 // last one to start); its reorder ring grows with what it holds, up to
 // 32 bytes a message of the window (512 KiB by default). A sender's
 // credit never exceeds the window its receiver announced, whatever

@@ -29,7 +29,8 @@ type clientStream struct {
 	mu         sync.Mutex
 	send       stream.Sender
 	recv       stream.Receiver
-	out        []byte // frames for the server not yet in a request
+	out        []byte // frames for the server; those from outOff on are not yet in a request
+	outOff     int    // how much of out requests already carried (see takeTurn)
 	queued     bool   // a kick is on its way, or the stream is in its session's queue
 	outUse     outUse // what out held: whether to keep it
 	cancelOut  Code   // a Cancel frame with this code is due (Canceled or DeadlineExceeded)
@@ -298,7 +299,7 @@ func (st *clientStream) cancelWith(err *Error, code Code) {
 	}
 	st.endLocked(err)
 	st.cancelOut = code
-	st.out = st.out[:0]
+	st.out, st.outOff = st.out[:0], 0
 	kick := st.cs != nil
 	st.queued = kick
 	st.mu.Unlock()

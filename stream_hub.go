@@ -185,23 +185,9 @@ func (ss *srvSession) unparkIfIdle() {
 }
 
 // answer builds an answer from the queued streams' output, at most max
-// bytes but at least one frame; streams whose End went are forgotten.
+// bytes but at least one frame, a turn per stream (takeTurns).
 func (ss *srvSession) answer(b []byte, max int) []byte {
-	taken := 0
-	for _, st := range ss.outq {
-		var more, ended bool
-		b, more, ended = st.take(b, max)
-		if ended {
-			delete(ss.streams, st.id)
-		}
-		if more {
-			break
-		}
-		taken++
-	}
-	n := copy(ss.outq, ss.outq[taken:])
-	clear(ss.outq[n:])
-	ss.outq = ss.outq[:n]
+	b, ss.outq = takeTurns(ss.outq, b, 0, max)
 	return b
 }
 
@@ -232,20 +218,20 @@ func (st *serverStream) onKick() {
 	ss.answerParked()
 }
 
-// take moves st's output to the answer b, within max bytes (at least one
-// frame if b is empty); more says output is left, ended that its End
-// frame went (on the loop).
-func (st *serverStream) take(b []byte, max int) (_ []byte, more, ended bool) {
+// takeTurn moves up to a turn of st's output to the answer b (see
+// turnTaker); once its End frame went, the stream is forgotten (on the
+// loop).
+func (st *serverStream) takeTurn(b []byte, start, max, turn int) (_ []byte, more, fits bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	first := len(b) == start
 	if !st.finished && st.recv.GrantDue() {
 		m, n := st.recv.TakeGrant()
 		b = stream.AppendGrant(b, st.id, m, n)
 	}
-	out := st.out[st.outOff:]
-	n := len(out)
-	if room := max - len(b); n > room {
-		if n = stream.Cut(out, room, len(b) == 0); n == 0 {
+	out, n := st.out[st.outOff:], 0
+	if len(out) > 0 {
+		if n = turnCut(out, max-len(b), turn, first); n == 0 {
 			return b, true, false
 		}
 	}
@@ -262,14 +248,17 @@ func (st *serverStream) take(b []byte, max int) (_ []byte, more, ended bool) {
 			st.out, st.outOff = st.out[:copy(st.out, st.out[st.outOff:])], 0
 		}
 		st.outUse.saw(before)
-		return b, true, false
+		return b, true, true
 	}
 	st.out, st.outOff = st.outUse.drained(st.out[:0], before), 0
 	st.queued = false
-	if st.finished {
-		st.ss = nil // the End went: the stream is over on the wire
+	if st.finished { // the End went: the stream is over on the wire
+		if ss := st.ss; ss != nil {
+			delete(ss.streams, st.id)
+		}
+		st.ss = nil
 	}
-	return b, false, st.finished
+	return b, false, true
 }
 
 // A stream's output buffer (out) holds the frames its sender queued

@@ -146,55 +146,50 @@ func (cs *cliSession) getExchange() *exchange {
 	return x
 }
 
-// fill moves queued output into the request b, within max bytes.
+// fill moves queued output into the request b (its flag byte written),
+// within max bytes, a turn per stream (takeTurns).
 func (cs *cliSession) fill(b []byte, max int) []byte {
-	taken := 0
-	for _, st := range cs.outq {
-		var more bool
-		b, more = st.take(b, max)
-		if more {
-			break
-		}
-		taken++
-	}
-	n := copy(cs.outq, cs.outq[taken:])
-	clear(cs.outq[n:])
-	cs.outq = cs.outq[:n]
+	b, cs.outq = takeTurns(cs.outq, b, 1, max)
 	return b
 }
 
-// take moves st's output to the request b (see serverStream.take).
-func (st *clientStream) take(b []byte, max int) (_ []byte, more bool) {
+// takeTurn moves up to a turn of st's output to the request b (see
+// turnTaker; a cancel goes alone, at once).
+func (st *clientStream) takeTurn(b []byte, start, max, turn int) (_ []byte, more, fits bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.cancelOut != 0 {
 		b = stream.AppendCancel(b, st.id, uint8(st.cancelOut))
 		st.cancelOut = 0
 		st.queued = false
-		st.out = st.out[:0]
+		st.out, st.outOff = st.out[:0], 0
 		st.cs.drop(st.id)
-		return b, false
+		return b, false, true
 	}
+	first := len(b) == start
 	if st.over == nil && st.recv.GrantDue() {
 		m, n := st.recv.TakeGrant()
 		b = stream.AppendGrant(b, st.id, m, n)
 	}
-	n := len(st.out)
-	if room := max - len(b); n > room {
-		if n = stream.Cut(st.out, room, len(b) <= 1); n == 0 {
-			return b, true
+	out, n := st.out[st.outOff:], 0
+	if len(out) > 0 {
+		if n = turnCut(out, max-len(b), turn, first); n == 0 {
+			return b, true, false
 		}
 	}
-	b = append(b, st.out[:n]...)
-	before := len(st.out)
-	st.out = st.out[:copy(st.out, st.out[n:])]
-	if len(st.out) > 0 {
+	b = append(b, out[:n]...)
+	before := len(out)
+	if n < len(out) { // the rest stays put until it is no larger than what went (as a serverStream's)
+		st.outOff += n
+		if rest := len(st.out) - st.outOff; st.outOff >= rest {
+			st.out, st.outOff = st.out[:copy(st.out, st.out[st.outOff:])], 0
+		}
 		st.outUse.saw(before)
-		return b, true
+		return b, true, true
 	}
-	st.out = st.outUse.drained(st.out, before)
+	st.out, st.outOff = st.outUse.drained(st.out[:0], before), 0
 	st.queued = false
-	return b, false
+	return b, false, true
 }
 
 // complete takes an exchange's answer (on the loop).
