@@ -92,7 +92,7 @@ func (ep *Endpoint) sessionEvent(ev proto.Event, up, server bool) {
 		if !up && !errors.Is(ev.Err, proto.ErrSessionClosed) {
 			err = engineError(ev.Err)
 		}
-		sh.SessionEvent(SessionEvent{ID: uint64(ev.Session), Up: up, Server: server, Peer: ev.Peer, Err: err,
+		ep.sessionEventOnLoop(sh, SessionEvent{ID: uint64(ev.Session), Up: up, Server: server, Peer: ev.Peer, Err: err,
 			ConnectFailed: !up && !server && !ev.WasUp})
 	}
 }
@@ -106,13 +106,19 @@ var (
 	errBadMetadata   = &Error{Code: InvalidArgument, Msg: "malformed request metadata"}
 )
 
-// statsRefused tells the StatsHandler, if any, of a request refused before
-// a request was made for it: begin and end at once.
-func (ep *Endpoint) statsRefused(h proto.ReqHandle, method string, err *Error) {
+// refuse answers the engine's request h, to method, with err (payload,
+// err's code) before a request was made for it, and tells the
+// StatsHandler, if any: begin and end at once, after the answer, as the
+// last step (see refusedServed), and with what it reads of h (which the
+// answer releases) read before.
+func (ep *Endpoint) refuse(now proto.Time, h proto.ReqHandle, method string, err *Error, payload []byte) {
 	sh := ep.opts.stats
-	if sh == nil {
-		return
+	var info CallInfo
+	if sh != nil {
+		info = CallInfo{Method: method, Server: true, Peer: h.Peer(), Start: time.Now(), ReqBytes: len(h.Data())}
 	}
-	info := CallInfo{Method: method, Server: true, Peer: h.Peer(), Start: time.Now(), ReqBytes: len(h.Data())}
-	sh.CallEnd(sh.CallBegin(context.Background(), info), info, CallEnd{Code: err.Code, Err: err})
+	_ = ep.eng.Respond(now, h, uint8(err.Code), payload)
+	if sh != nil {
+		ep.refusedServed(sh, info, err)
+	}
 }
