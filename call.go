@@ -347,20 +347,21 @@ func silentPeer(err error) bool {
 	return errors.Is(err, proto.ErrConnectTimeout) || errors.Is(err, proto.ErrPeerTimeout)
 }
 
-// finishOnLoop completes c; an async call's continuation runs here. A
-// continuation that ends its goroutine (runtime.Goexit) takes only that
-// goroutine: the loop goes on on a fresh one (goexitOnLoop).
+// finishOnLoop completes c; an async call's continuation runs here, after
+// the StatsHandler's CallEnd. A continuation or CallEnd that ends its
+// goroutine (runtime.Goexit) takes only that goroutine: the loop goes on
+// on a fresh one (goexitOnLoop), which runs the continuation first if
+// CallEnd ended (endCallOnLoop).
 func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 	if c.cont == nil {
 		c.finish(resp, err)
 		ep.loop.thread.wokeGoroutine()
 		return
 	}
-	cont := c.cont
 	if c.stats != nil {
-		ep.opts.stats.CallEnd(c.stats, c.statsInfo, CallEnd{RespBytes: len(resp), Code: CodeOf(err), Err: err,
-			Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
+		ep.endCallOnLoop(c, resp, err)
 	}
+	cont := c.cont
 	putCall(c)
 	ep.watch.running(continuationHandler)
 	returned := false
@@ -368,7 +369,7 @@ func (ep *Endpoint) finishOnLoop(c *call, resp []byte, err error) {
 		if p := recover(); p != nil {
 			ep.log.Error("erpc: call continuation panicked", "panic", p)
 		} else if !returned {
-			ep.goexitOnLoop() // the continuation called runtime.Goexit
+			ep.goexitOnLoop("a Session.Go continuation", command{})
 		}
 	}()
 	if err != nil {
@@ -386,22 +387,28 @@ func (c *call) finish(resp []byte, err error) {
 }
 
 // finishStopped settles call c, which the loop never took because it had
-// stopped, with err. A blocking call's caller gets err at once. An async
-// call's continuation runs on a goroutine of its own: c was posted by a
-// Session.Go (or by the loop's stop, for calls still queued), and run on
-// the poster's stack a continuation would run inside the Go that started
-// its call, and one that retries on failure would nest a Go per retry.
-// Only a closed endpoint pays for the goroutine.
-func (ep *Endpoint) finishStopped(c *call, err error) {
+// stopped, with resp and err. A blocking call's caller gets err at once.
+// An async call's continuation runs on a goroutine of its own: c was
+// posted by a Session.Go (or by the loop's stop, for calls still queued),
+// and run on the poster's stack a continuation would run inside the Go
+// that started its call, and one that retries on failure would nest a Go
+// per retry. Only a closed endpoint pays for the goroutine. onLoop: the
+// loop's stop settles c (failQueued), so the StatsHandler's CallEnd is
+// guarded as on the loop (endCallOnLoop).
+func (ep *Endpoint) finishStopped(c *call, resp []byte, err error, onLoop bool) {
 	if c.cont == nil {
 		c.finish(nil, err)
 		return
 	}
-	cont := c.cont
 	if c.stats != nil {
-		ep.opts.stats.CallEnd(c.stats, c.statsInfo, CallEnd{Code: CodeOf(err), Err: err,
-			Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
+		if onLoop {
+			ep.endCallOnLoop(c, resp, err)
+		} else {
+			ep.opts.stats.CallEnd(c.stats, c.statsInfo, CallEnd{RespBytes: len(resp), Code: CodeOf(err), Err: err,
+				Duration: time.Since(c.statsInfo.Start), Retransmits: c.retx})
+		}
 	}
+	cont := c.cont
 	putCall(c)
 	go func() {
 		defer func() {
@@ -409,6 +416,6 @@ func (ep *Endpoint) finishStopped(c *call, err error) {
 				ep.log.Error("erpc: call continuation panicked", "panic", p)
 			}
 		}()
-		cont(nil, err)
+		cont(resp, err)
 	}()
 }

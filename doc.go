@@ -86,9 +86,13 @@
 // fails at once with FailedPrecondition. One of those that holds the loop
 // too long is logged (WithStallLog). A continuation never runs inside the
 // Session.Go that started its call: one whose call finds the endpoint
-// closed runs on a goroutine of its own. A continuation or Post function
-// that ends its goroutine (runtime.Goexit, as t.FailNow does) ends only
-// that goroutine: the loop goes on on a fresh one, as after a handoff.
+// closed runs on a goroutine of its own. A continuation, Post function or
+// StatsHandler method the loop calls (CallBegin and CallEnd of served
+// calls, CallEnd of Session.Go calls, SessionEvent) that ends its
+// goroutine (runtime.Goexit, as t.FailNow does) ends only that
+// goroutine: it is logged once, naming what it was, and the loop goes on
+// on a fresh one, as after a handoff, with the rest of its work in order
+// (a handler's Goexit is guarded too: see WithHandoff).
 // Use several endpoints for several cores.
 //
 // A Request may be kept and used from any goroutine, for as long as one
@@ -309,8 +313,8 @@
 //     loopg_linux.go and loopg_other.go (the calling goroutine's
 //     identity, for calls started on the loop without the queue:
 //     call.go's startOnLoop), goexit.go
-//     (a handler, continuation or Post function that calls
-//     runtime.Goexit), queue.go (the commands
+//     (a handler, continuation, Post function or StatsHandler method
+//     that calls runtime.Goexit), queue.go (the commands
 //     other goroutines hand the loop), endpoint.go (Endpoint: Listen,
 //     transports by scheme, Post, Close, Shutdown, Stats).
 //   - The protocol engine: internal/proto (sans-I/O; its doc says what

@@ -287,7 +287,7 @@ func (ep *Endpoint) wallTime(t proto.Time) time.Time {
 // loop has stopped, the command is settled here instead.
 func (ep *Endpoint) post(c command) {
 	if !ep.enqueue(c) {
-		ep.failCommand(c)
+		ep.failCommand(c, false)
 	}
 }
 

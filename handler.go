@@ -148,13 +148,11 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 	case hd == nil:
 		// The client names the method in its error: it knows the name.
 		// Refusals say the request never ran (see NotExecuted).
-		ep.statsRefused(h, "", errUnknownMethod)
-		_ = ep.eng.Respond(now, h, uint8(Unimplemented), refusalPayload(&Error{}))
+		ep.refuse(now, h, "", errUnknownMethod, refusalPayload(&Error{}))
 		return
 	case ep.state.Load() != stateOpen:
-		ep.statsRefused(h, hd.name, errShuttingDown)
 		ep.loop.lastRefusal = now // Shutdown lingers while requests come (drained)
-		_ = ep.eng.Respond(now, h, uint8(Unavailable), refusalPayload(errShuttingDown))
+		ep.refuse(now, h, hd.name, errShuttingDown, refusalPayload(errShuttingDown))
 		return
 	}
 	r := ep.newRequest(now, h, hd)
@@ -166,20 +164,32 @@ func (ep *Endpoint) serve(now proto.Time, h proto.ReqHandle) {
 	}
 	if hd.background {
 		if !ep.workers.submit(q) {
-			if sh := ep.opts.stats; sh != nil {
-				sh.CallEnd(r.stats, CallInfo{Method: hd.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)},
-					CallEnd{Code: ResourceExhausted, Err: errQueueFull, Duration: time.Since(r.start)})
-			}
-			_ = ep.eng.Reject(now, h) // NACK: the client fails fast with ResourceExhausted
-			r.end(context.Canceled)
-			r.release(true) // the answer's reference: there will be no answer
-			r.release(true) // the run's
+			ep.refuseFull(now, r)
 		} else {
 			ep.loop.thread.wokeGoroutine()
 		}
 		return
 	}
 	ep.runInline(now, q)
+}
+
+// refuseFull refuses r, which the fixed pool's full queue did not take,
+// with a NACK (the client fails fast with ResourceExhausted), and tells
+// the StatsHandler after, as the last step (see endServed).
+func (ep *Endpoint) refuseFull(now proto.Time, r *request) {
+	sh := ep.opts.stats
+	var st servedEnd
+	if sh != nil {
+		st = servedEnd{r.stats, CallInfo{Method: r.handler.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)},
+			CallEnd{Code: ResourceExhausted, Err: errQueueFull, Duration: time.Since(r.start)}}
+	}
+	_ = ep.eng.Reject(now, r.h)
+	r.end(context.Canceled)
+	r.release(true) // the answer's reference: there will be no answer
+	r.release(true) // the run's
+	if sh != nil {
+		ep.endServed(sh, st.ctx, st.info, st.end)
+	}
 }
 
 // runInline runs an inline handler on the loop. An answer given while it
@@ -208,10 +218,12 @@ func (ep *Endpoint) runInline(now proto.Time, q Request) {
 	if s&phInline == 0 {
 		ep.leaveHandedOff(r) // does not return
 	}
+	// The run's reference goes first: sendAnswer's last step may end the
+	// goroutine (endServed). An answer's reference keeps r meanwhile.
+	r.release(true)
 	if s&phAnswered != 0 {
 		ep.sendAnswer(now, r)
 	} // else answered later, through the queue
-	r.release(true)
 }
 
 // runHandler runs q's handler, turning a panic into an Internal error if

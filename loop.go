@@ -443,6 +443,8 @@ func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
 			ep.runPosted(c.fn)
 		case cmdStop:
 			ep.loop.stopped = true
+		case cmdContinue:
+			ep.finishOnLoop(c.call, c.call.resp, c.call.err)
 		}
 	}
 	ep.loop.batch = nil
@@ -462,31 +464,12 @@ func (ep *Endpoint) stop(now proto.Time) {
 	ep.eng.CloseAll(now) // calls fail; running handlers see their context canceled
 	ep.process(now)
 	ep.flush(now)
-	for _, c := range ep.cmds.close() {
-		ep.failCommand(c)
-	}
+	ep.failQueued(ep.cmds.close())
 	ep.workers.stop() // Close waits for the handlers still running
 	if ep.sec != nil {
 		ep.sec.closeAll()
 	}
 	if err := ep.tr.Close(); err != nil && ep.closeErr == nil {
 		ep.closeErr = err
-	}
-}
-
-// failCommand settles a command that arrived after the loop stopped. A
-// call fails (an async call's continuation on a goroutine of its own:
-// finishStopped); a response is dropped (its request was abandoned); a
-// function is dropped too, since the engine must not be touched off the
-// loop (posters of functions also wait on loopDone).
-func (ep *Endpoint) failCommand(c command) {
-	switch c.kind {
-	case cmdCall:
-		ep.finishStopped(c.call, c.call.closedError())
-	case cmdDial:
-		c.sess.onDown(0, errClosed)
-	case cmdRespond:
-		c.req.end(context.Canceled)
-		c.req.release(false)
 	}
 }

@@ -1,6 +1,7 @@
 package erpc
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -15,6 +16,10 @@ const (
 	cmdCloseSess                    // close sess
 	cmdFunc                         // run fn on the loop
 	cmdStop                         // close the endpoint
+	// cmdContinue runs the continuation of call, an async call whose
+	// outcome call.resp and call.err hold, and whose StatsHandler.CallEnd
+	// ended the loop's goroutine (endCallOnLoop).
+	cmdContinue
 )
 
 // command is work handed to the event loop. It is a value, so posting one
@@ -62,12 +67,19 @@ func (q *cmdQueue) close() []command {
 }
 
 // take returns everything queued; the caller gives the slice back with
-// recycle once it has run the commands.
+// recycle once it has run the commands. Once the queue is closed it
+// returns nothing: what a stopping loop's goroutine left in it when it
+// ended (goexitOnLoop) is for the next goroutine's stop to settle
+// (close), not to run.
 func (q *cmdQueue) take() []command {
 	if q.n.Load() == 0 {
 		return nil
 	}
 	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
 	b := q.buf
 	q.buf = q.spare[:0]
 	q.spare = nil
@@ -99,4 +111,37 @@ func (q *cmdQueue) requeue(b []command) {
 	q.buf = buf
 	q.mu.Unlock()
 	q.n.Add(int32(len(b)))
+}
+
+// failQueued settles, on the stopping loop, the commands still queued. The
+// batch is the loop's state meanwhile, as in runCommands: a StatsHandler
+// CallEnd that ends the loop's goroutine leaves the rest of it to the
+// next owner (goexitOnLoop), whose stop settles it.
+func (ep *Endpoint) failQueued(cmds []command) {
+	ep.loop.batch = cmds
+	for i := range cmds {
+		ep.loop.batchNext = i + 1
+		ep.failCommand(cmds[i], true)
+	}
+	ep.loop.batch = nil
+}
+
+// failCommand settles a command that arrived after the loop stopped (on
+// the loop's stop if onLoop, else on the poster's goroutine). A call fails
+// (an async call's continuation on a goroutine of its own:
+// finishStopped); a response is dropped (its request was abandoned); a
+// function is dropped too, since the engine must not be touched off the
+// loop (posters of functions also wait on loopDone).
+func (ep *Endpoint) failCommand(c command, onLoop bool) {
+	switch c.kind {
+	case cmdCall:
+		ep.finishStopped(c.call, nil, c.call.closedError(), onLoop)
+	case cmdContinue: // on the loop only: its outcome stands
+		ep.finishStopped(c.call, c.call.resp, c.call.err, onLoop)
+	case cmdDial:
+		c.sess.onDown(0, errClosed)
+	case cmdRespond:
+		c.req.end(context.Canceled)
+		c.req.release(false)
+	}
 }

@@ -338,8 +338,7 @@ func (ep *Endpoint) newRequest(now proto.Time, h proto.ReqHandle, hd *handler) *
 	}
 	if sh := ep.opts.stats; sh != nil {
 		r.start = time.Now()
-		r.stats = sh.CallBegin(callerCtx{context.Background(), r.md, r.peer, r.auth},
-			CallInfo{Method: hd.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)})
+		r.stats = ep.beginServed(sh, now, r)
 	}
 	if hd.wantsCtx {
 		c := ep.loop.ctxSlab.next()
@@ -378,21 +377,34 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 		ep.log.Error("erpc: dropping response", "method", r.handler.name, "err", err)
 	}
 	r.outSent = gave && err == nil // the engine keeps it now
-	if sh := ep.opts.stats; sh != nil {
-		ep.statsEnd(sh, now, r, len(resp))
-	}
 	ep.loop.respHint[r.handler.idx] = hint
+	sh := ep.opts.stats
+	var st servedEnd
+	if sh != nil {
+		st = servedEndOf(r, len(resp))
+	}
 	r.end(context.Canceled)
 	r.release(true)
+	if sh != nil { // the last step: see endServed
+		ep.endServed(sh, st.ctx, st.info, st.end)
+	}
 }
 
-// statsEnd tells the StatsHandler a served call ended with r's answer.
-func (ep *Endpoint) statsEnd(sh StatsHandler, now proto.Time, r *request, respBytes int) {
+// servedEnd is what the StatsHandler's CallEnd is told of a served call,
+// read from its request before the request is released.
+type servedEnd struct {
+	ctx  context.Context
+	info CallInfo
+	end  CallEnd
+}
+
+// servedEndOf is the end of r's call, answered with respBytes.
+func servedEndOf(r *request, respBytes int) servedEnd {
 	end := CallEnd{Code: Code(r.status), RespBytes: respBytes, Duration: time.Since(r.start)}
 	if end.Code != OK {
 		msg, details := decodeErrorPayload(r.answerMessage())
 		end.Err = &Error{Code: end.Code, Msg: msg, Details: details}
 		end.RespBytes = 0
 	}
-	sh.CallEnd(r.stats, CallInfo{Method: r.handler.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)}, end)
+	return servedEnd{r.stats, CallInfo{Method: r.handler.name, Server: true, Peer: r.peer, Start: r.start, ReqBytes: len(r.data)}, end}
 }

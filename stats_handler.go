@@ -15,6 +15,19 @@ import (
 // Its methods run on the goroutines involved (a caller's, the endpoint's
 // loop, a background worker), so they must be quick and safe for
 // concurrent use. An endpoint without one pays a nil check per call.
+//
+// The loop itself calls CallBegin and CallEnd of served calls (as a
+// request arrives, as its answer goes, for a request refused at once),
+// CallEnd of Session.Go calls (before their continuation), and
+// SessionEvent. A method that ends the loop's goroutine there
+// (runtime.Goexit, as t.FailNow does) ends only that goroutine: it is
+// logged once, naming the method, and the loop goes on on a fresh one, as
+// after a continuation's Goexit; a served call whose CallBegin ended so is
+// answered Internal, as never run (NotExecuted), and a Session.Go call
+// whose CallEnd ended so still gets its continuation. A panic there is
+// not recovered: it ends the process, as any unrecovered panic does.
+// Called from user code (Session.Go's CallBegin, a blocking call's), a
+// method's Goexit or panic is that code's own.
 type StatsHandler interface {
 	// CallBegin is told of a call as it starts. The context it returns
 	// becomes the call's: on the server side, the handler's context sees
@@ -92,7 +105,7 @@ func (ep *Endpoint) sessionEvent(ev proto.Event, up, server bool) {
 		if !up && !errors.Is(ev.Err, proto.ErrSessionClosed) {
 			err = engineError(ev.Err)
 		}
-		sh.SessionEvent(SessionEvent{ID: uint64(ev.Session), Up: up, Server: server, Peer: ev.Peer, Err: err,
+		ep.sessionEventOnLoop(sh, SessionEvent{ID: uint64(ev.Session), Up: up, Server: server, Peer: ev.Peer, Err: err,
 			ConnectFailed: !up && !server && !ev.WasUp})
 	}
 }
@@ -106,13 +119,19 @@ var (
 	errBadMetadata   = &Error{Code: InvalidArgument, Msg: "malformed request metadata"}
 )
 
-// statsRefused tells the StatsHandler, if any, of a request refused before
-// a request was made for it: begin and end at once.
-func (ep *Endpoint) statsRefused(h proto.ReqHandle, method string, err *Error) {
+// refuse answers the engine's request h, to method, with err (payload,
+// err's code) before a request was made for it, and tells the
+// StatsHandler, if any: begin and end at once, after the answer, as the
+// last step (see refusedServed), and with what it reads of h (which the
+// answer releases) read before.
+func (ep *Endpoint) refuse(now proto.Time, h proto.ReqHandle, method string, err *Error, payload []byte) {
 	sh := ep.opts.stats
-	if sh == nil {
-		return
+	var info CallInfo
+	if sh != nil {
+		info = CallInfo{Method: method, Server: true, Peer: h.Peer(), Start: time.Now(), ReqBytes: len(h.Data())}
 	}
-	info := CallInfo{Method: method, Server: true, Peer: h.Peer(), Start: time.Now(), ReqBytes: len(h.Data())}
-	sh.CallEnd(sh.CallBegin(context.Background(), info), info, CallEnd{Code: err.Code, Err: err})
+	_ = ep.eng.Respond(now, h, uint8(err.Code), payload)
+	if sh != nil {
+		ep.refusedServed(sh, info, err)
+	}
 }
