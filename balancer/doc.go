@@ -20,7 +20,9 @@
 //     takes load at once. So equal replicas share the load even one call
 //     at a time; a replica that looked s times dearer (a slow spell) is
 //     retried within about 128·log2(s/1.25) picks, and that call restarts
-//     its average; one that stays 10× slower serves about 1 call in 384.
+//     its average; one that stays 10× slower serves about 1 call in 384
+//     one call at a time (a little more under load, where the others'
+//     calls in flight make it look less dear).
 //   - RoundRobin: smooth weighted round robin (nginx's order), one cycle
 //     laid out per Update and walked by an atomic counter.
 //   - Hash: a consistent-hash ring on PickInfo.Key (160 points per unit

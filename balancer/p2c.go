@@ -14,14 +14,17 @@ import (
 //
 // idleHalfLife: a replica's average, as P2C judges it, halves for every
 // idleHalfLife picks since P2C last picked it (scaled by its weight over
-// the mean weight, so weights keep their shares). A replica that looks s
-// times dearer than the others is retried after about
+// the mean weight, so weights keep their shares). A replica whose cost
+// looks s times its partners' is retried after about
 // idleHalfLife·log2(s/alikeRatio) picks, so one that stays s times
-// slower serves about 1/(idleHalfLife·log2(s/alikeRatio)) of the calls:
-// 10× slower, about 1 call in 384 (0.26 %), which keeps it out of the
-// p99; 2× slower, about 1 in 87. Counting in picks rather than wall time
-// makes that bound hold at any call rate, and keeps the package free of
-// clock reads. Smaller values retry sooner but let a slow replica into
+// dearer serves about 1/(idleHalfLife·log2(s/alikeRatio)) of the calls.
+// One call at a time, s is the latency ratio: 10× slower, about 1 call
+// in 384 (0.26 %), which keeps it out of the p99; 2× slower, about 1 in
+// 87. Under load the fast replicas' calls in flight shrink s: a 10×
+// replica of four at ~1 call in flight each served up to 0.65 % (0.31 %
+// before this discount; p99 unchanged). Counting in picks rather than
+// wall time makes that bound hold at any call rate, and keeps the
+// package free of clock reads. Smaller values retry sooner but let a slow replica into
 // the p99 (at 64, a 10× replica served 1.1 % of an open-loop fleet's
 // calls and TestSlowScenarioP99 failed).
 const idleHalfLife = 128
@@ -48,8 +51,9 @@ const alikeRatio = 1.25
 //
 // So equal replicas share the load even one call at a time, a replica
 // that looked s times dearer (one slow spell) is retried within about
-// 128·log2(s/1.25) picks, and one that stays s times slower gets about
-// 1/(128·log2(s/1.25)) of the calls (10× slower: 0.26 %). A replica picked
+// 128·log2(s/1.25) picks, and one that stays s times dearer gets about
+// 1/(128·log2(s/1.25)) of the calls (10× slower, one call at a time:
+// 0.26 %). A replica picked
 // although its undiscounted cost was over 1.25 times its partner's has its
 // average restarted by its next sample, so one call shows that it
 // recovered (a failure still counts as twice the old average). Pick and
