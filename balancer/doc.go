@@ -12,8 +12,17 @@
 // are ignored; samples and the average are capped at a day). Built in:
 //   - P2C (the default): power of two choices on (calls in flight + 1) ×
 //     latency average, the pair drawn exactly by weight (the second among
-//     the others); a replica without a sample costs the others' average,
-//     so a new replica takes load at once.
+//     the others). A replica's average is discounted by half for every
+//     128 picks it sits out (P2C's clock is its count of picks; scaled by
+//     the replica's weight over the mean), so a stale one is retried; averages within 25 % of each other count as alike
+//     (then fewer calls in flight wins, then the longer idle); a replica
+//     without a sample is judged as fast as its partner, so a new replica
+//     takes load at once. So equal replicas share the load even one call
+//     at a time; a replica that looked s times dearer (a slow spell) is
+//     retried within about 128·log2(s/1.25) picks, and that call restarts
+//     its average; one that stays 10× slower serves about 1 call in 384
+//     one call at a time (a little more under load, where the others'
+//     calls in flight make it look less dear).
 //   - RoundRobin: smooth weighted round robin (nginx's order), one cycle
 //     laid out per Update and walked by an atomic counter.
 //   - Hash: a consistent-hash ring on PickInfo.Key (160 points per unit

@@ -2,6 +2,7 @@ package balancer
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -36,7 +37,9 @@ func TestP2CEmptyAndSingle(t *testing.T) {
 }
 
 // TestP2CPrefersLessLoaded: with equal latency, the replica with fewer
-// calls in flight wins every pair it is in (but for exploration picks).
+// calls in flight wins every pair it is in, but for a retry once its idle
+// discount outweighs its 6× cost (every ~idleHalfLife·log2(6/1.25)
+// picks: its stuck calls never end here).
 func TestP2CPrefersLessLoaded(t *testing.T) {
 	rs := newReplicas(2)
 	for _, r := range rs {
@@ -47,11 +50,12 @@ func TestP2CPrefersLessLoaded(t *testing.T) {
 	b.Update(rs)
 	const n = 100000
 	got := pickCounts(b, n)
-	if loaded := float64(got[rs[0]]) / n; loaded > 2.0/exploreOneIn {
-		t.Fatalf("loaded replica got %.4f of picks, want about 1/%d", loaded, exploreOneIn)
+	want := 1 / (idleHalfLife * math.Log2(6/alikeRatio))
+	if loaded := float64(got[rs[0]]) / n; loaded > 1.5*want {
+		t.Fatalf("loaded replica got %.4f of picks, want about %.4f", loaded, want)
 	}
 	if got[rs[0]] == 0 {
-		t.Fatalf("no exploration pick of the loaded replica in %d", n)
+		t.Fatalf("no retry of the loaded replica in %d picks", n)
 	}
 }
 
@@ -65,9 +69,11 @@ func TestP2CPrefersFaster(t *testing.T) {
 	b.Update(rs)
 	const n = 100000
 	got := pickCounts(b, n)
-	// rs[0] is in 2/3 of the pairs and loses all but exploration picks.
-	if slow := float64(got[rs[0]]) / n; slow > 2.0/exploreOneIn {
-		t.Fatalf("slower replica got %.4f of picks", slow)
+	// rs[0] is in 2/3 of the pairs and loses all but a retry when its
+	// idle discount brings it within alikeRatio of the others.
+	want := 1 / (idleHalfLife * math.Log2(2/alikeRatio))
+	if slow := float64(got[rs[0]]) / n; slow > 1.5*want {
+		t.Fatalf("slower replica got %.4f of picks, want about %.4f", slow, want)
 	}
 }
 

@@ -3,6 +3,7 @@ package balancer
 import (
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 // replicaSet is one immutable snapshot of the replicas a balancer may
@@ -14,15 +15,7 @@ type replicaSet struct {
 	// when all weights are equal, where a uniform draw is enough.
 	cum   []uint64
 	total uint64
-	// prior is the latency (ns) assumed for a replica without a sample:
-	// the average of those that have one when the set was built, so a new
-	// replica costs as much as a typical one and takes load at once.
-	prior float64
 }
-
-// defaultPrior (1 ms in ns) is the latency assumed when no replica has a
-// sample yet; all replicas then share it and compare on calls in flight.
-const defaultPrior = 1e6
 
 func weightOf(r *Replica) uint64 {
 	if r.Weight == 0 {
@@ -32,7 +25,7 @@ func weightOf(r *Replica) uint64 {
 }
 
 func newReplicaSet(ready []*Replica) *replicaSet {
-	s := &replicaSet{replicas: ready, prior: defaultPrior}
+	s := &replicaSet{replicas: ready}
 	uniform := true
 	for _, r := range ready {
 		s.total += weightOf(r)
@@ -47,17 +40,6 @@ func newReplicaSet(ready []*Replica) *replicaSet {
 			sum += weightOf(r)
 			s.cum[i] = sum
 		}
-	}
-	var sum float64
-	var sampled int
-	for _, r := range ready {
-		if l := r.State.Latency(); l > 0 {
-			sum += float64(l)
-			sampled++
-		}
-	}
-	if sampled > 0 {
-		s.prior = sum / float64(sampled)
 	}
 	return s
 }
@@ -102,12 +84,20 @@ func (s *replicaSet) twoDistinct() (int, int) {
 // r's current average, so a replica that fails fast does not look fast
 // and draw more calls.
 func observe(r *Replica, d DoneInfo) {
+	if lat, ok := sampleOf(r, d); ok {
+		r.State.ObserveLatency(lat)
+	}
+}
+
+// sampleOf is the latency sample d gives r's average, and false when it
+// gives none (the call never ran, or the clock stepped back).
+func sampleOf(r *Replica, d DoneInfo) (time.Duration, bool) {
 	if d.NeverRan {
-		return
+		return 0, false
 	}
 	lat := d.Latency
 	if d.Err != nil { // Latency() is capped, so 2× it cannot overflow
 		lat = max(lat, 2*r.State.Latency())
 	}
-	r.State.ObserveLatency(lat)
+	return lat, lat >= 0
 }

@@ -20,6 +20,13 @@ type ReplicaStats struct {
 	failures atomic.Int64
 	status   atomic.Int32
 
+	// P2C's: the count of its picks when it last picked this replica, and
+	// whether the next sample restarts the latency average (set when the
+	// replica is picked after sitting out long enough that its average is
+	// stale; see P2C).
+	lastPick       atomic.Uint64
+	restartPending atomic.Bool
+
 	// order is a process-unique number given the first time a Hash
 	// balancer sees the replica (0 before): the stable tie-break between
 	// replicas that share an Addr.
@@ -80,6 +87,17 @@ func (s *ReplicaStats) Latency() time.Duration {
 
 // Samples is how many latencies the average holds (since it was reset).
 func (s *ReplicaStats) Samples() uint64 { return s.samples.Load() }
+
+// restartLatency replaces the average by one sample, clamped as in
+// ObserveLatency (a negative one is ignored): P2C's, for a replica back
+// from a long idle spell, whose old average says little of it now.
+func (s *ReplicaStats) restartLatency(d time.Duration) {
+	if d < 0 {
+		return
+	}
+	s.ewma.Store(math.Float64bits(float64(min(d, maxLatency))))
+	s.samples.Add(1)
+}
 
 // resetLatency forgets the average: a replica back from ejection is
 // judged on fresh calls, not on the spell that got it ejected.
