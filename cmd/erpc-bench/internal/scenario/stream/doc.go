@@ -26,5 +26,7 @@
 // up only its own stream). Its p50_us is 0 (not measured).
 //
 // Systems alternate row by row in -rounds rounds (each -d/rounds after a
-// warm-up of its own), so that drift over the run touches both alike.
+// warm-up of its own), so that drift over the run touches both alike. A
+// rate's warm-up starts once each of its streams has had a first
+// message: rates are steady states', not streams' starts.
 package stream

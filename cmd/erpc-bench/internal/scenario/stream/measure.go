@@ -39,6 +39,12 @@ type firstErr struct {
 	err error
 }
 
+func (f *firstErr) get() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 func (f *firstErr) set(err error) {
 	f.mu.Lock()
 	if f.err == nil {
@@ -47,9 +53,15 @@ func (f *firstErr) set(err error) {
 	f.mu.Unlock()
 }
 
+// firstWait bounds the wait for a stream's first message.
+const firstWait = 10 * time.Second
+
 // measureRate opens n flood streams of size-byte messages (and, with
 // slow, first a stream read one message per slowEvery) and returns the
-// messages the n streams received in dur after warmup.
+// messages the n streams received in dur after warmup, which starts once
+// every stream has had its first message: the rate is a steady state's,
+// not a stream's start (a loaded host under -race took 150 ms to bring
+// the first message of a stream opened beside a slow one).
 func measureRate(c client, size, n int, slow bool, warmup, dur time.Duration) (int64, float64, error) {
 	defer meter.Watchdog(fmt.Sprintf("stream rate %dB x%d", size, n), warmup+dur+60*time.Second)()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -57,6 +69,7 @@ func measureRate(c client, size, n int, slow bool, warmup, dur time.Duration) (i
 	var wg sync.WaitGroup
 	var bad firstErr
 	defer func() { cancel(); wg.Wait() }()
+	var slowGot atomic.Int64
 	if slow {
 		recv, err := c.flood(ctx, msg)
 		if err != nil {
@@ -69,6 +82,7 @@ func measureRate(c client, size, n int, slow bool, warmup, dur time.Duration) (i
 				if _, err := recv(); err != nil {
 					return
 				}
+				slowGot.Add(1)
 				time.Sleep(slowEvery)
 			}
 		}()
@@ -103,12 +117,28 @@ func measureRate(c client, size, n int, slow bool, warmup, dur time.Duration) (i
 		}
 		return s
 	}
+	started := func() bool {
+		for i := range counts {
+			if counts[i].n.Load() == 0 {
+				return false
+			}
+		}
+		return !slow || slowGot.Load() > 0
+	}
+	for end := time.Now().Add(firstWait); !started(); time.Sleep(time.Millisecond) {
+		if err := bad.get(); err != nil {
+			return 0, 0, err
+		}
+		if time.Now().After(end) {
+			return 0, 0, fmt.Errorf("a stream had no message within %v of its start", firstWait)
+		}
+	}
 	time.Sleep(warmup)
 	s0, t0 := sum(), time.Now()
 	time.Sleep(dur)
 	s1, t1 := sum(), time.Now()
 	cancel()
-	return s1 - s0, t1.Sub(t0).Seconds(), bad.err
+	return s1 - s0, t1.Sub(t0).Seconds(), bad.get()
 }
 
 // measurePing runs n echo streams at once, one size-byte message in
