@@ -294,11 +294,12 @@ func (ep *Endpoint) startCall(now proto.Time, c *call) {
 	c.sid, c.engID = sid, id
 }
 
-// completeCall settles the call an engine completion names.
-func (ep *Endpoint) completeCall(now proto.Time, ev proto.Event) {
+// completeCall settles the call an engine completion names (ev is the
+// engine's, in place: TakeEvent).
+func (ep *Endpoint) completeCall(now proto.Time, ev *proto.Event) {
 	c := ev.Tag.(*call)
 	c.retx += ev.Retransmits
-	if ev.Meta && !ep.takeResponseMetadata(c, &ev) {
+	if ev.Meta && !ep.takeResponseMetadata(c, ev) {
 		return // malformed: c failed
 	}
 	switch {

@@ -362,7 +362,8 @@ func (ep *Endpoint) flush(now proto.Time) (sent bool) {
 
 // dispatchEvents handles what the engine reported.
 func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
-	for ev, ok := ep.eng.NextEvent(); ok; ev, ok = ep.eng.NextEvent() {
+	for ev := ep.eng.TakeEvent(); ev != nil; ev = ep.eng.TakeEvent() { // in place: valid until the next
+
 		any = true
 		switch ev.Type {
 		case proto.EventResponse:
@@ -375,10 +376,10 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 			}
 		case proto.EventSessionUp:
 			if s := ep.loop.sessions[ev.Session]; s != nil {
-				ep.sessionOpened(ev, s, false)
+				ep.sessionOpened(*ev, s, false)
 				s.onUp()
 			}
-			ep.sessionEvent(ev, true, false)
+			ep.sessionEvent(*ev, true, false)
 		case proto.EventDraining:
 			if s := ep.loop.sessions[ev.Session]; s != nil {
 				s.draining.Store(true)
@@ -388,8 +389,8 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 			if ep.sec != nil {
 				ep.sec.sessionUp(ev.SessionTag)
 			}
-			ep.sessionOpened(ev, nil, true)
-			ep.sessionEvent(ev, true, true)
+			ep.sessionOpened(*ev, nil, true)
+			ep.sessionEvent(*ev, true, true)
 		case proto.EventSessionDown:
 			if ep.sec != nil {
 				ep.sec.sessionDown(now, ev.SessionTag)
@@ -402,7 +403,7 @@ func (ep *Endpoint) dispatchEvents(now proto.Time) (any bool) {
 			if ev.Server {
 				delete(ep.loop.peerAuths, ev.Session)
 			}
-			ep.sessionEvent(ev, false, ev.Server)
+			ep.sessionEvent(*ev, false, ev.Server)
 		}
 	}
 	return any
