@@ -159,7 +159,8 @@ func (st *clientStream) Method() string           { return st.method }
 
 func (st *clientStream) Send(msg []byte) error {
 	if len(msg) > st.maxMsg {
-		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("stream message of %d bytes is larger than the maximum of %d", len(msg), st.maxMsg)}
+		return streamError(st.method, st.sess.target, &Error{Code: InvalidArgument,
+			Msg: fmt.Sprintf("a message of %d bytes is larger than the maximum of %d (WithMaxMessageSize, less a frame's header)", len(msg), st.maxMsg)})
 	}
 	st.mu.Lock()
 	for st.sendable() && !st.send.CanSend() {

@@ -2,6 +2,8 @@ package erpc_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -58,4 +60,43 @@ func TestStreamEndsContextFirst(t *testing.T) {
 		t.Fatalf("%d of %d handlers saw Recv fail while their context was live", l, want)
 	}
 	t.Logf("%d handlers received the first message before the end", recvOK.Load())
+}
+
+// TestStreamSizeErrorsNameMethodAndTarget: a stream message over the
+// limit fails Send with InvalidArgument naming its size, the limit and
+// the stream's method (and, on the client, the target).
+func TestStreamSizeErrorsNameMethodAndTarget(t *testing.T) {
+	srvErr := make(chan error, 1)
+	srv := streamServer(t, "Big", func(s erpc.ServerStream) error {
+		srvErr <- s.Send(make([]byte, 3000))
+		return nil
+	})
+	sep := listenT(t, srv, "127.0.0.1:0", erpc.WithMaxMessageSize(2000))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := erpc.Dial(ctx, sep.Target(), erpc.WithMaxMessageSize(2000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.NewStream(ctx, "Big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.Send(make([]byte, 2500))
+	if msg := fmt.Sprint(err); erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(msg, "2500") ||
+		!strings.Contains(msg, `"Big"`) || !strings.Contains(msg, sep.Target()) || !strings.Contains(msg, "WithMaxMessageSize") {
+		t.Errorf("client Send of 2500 bytes over 2000: %v (code %v), want InvalidArgument naming the size, \"Big\", %s and the option", err, erpc.CodeOf(err), sep.Target())
+	}
+	if err := st.Send([]byte("go")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-srvErr:
+		if msg := fmt.Sprint(err); erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(msg, "3000") || !strings.Contains(msg, `"Big"`) {
+			t.Errorf("server Send of 3000 bytes over 2000: %v (code %v), want InvalidArgument naming the size and \"Big\"", err, erpc.CodeOf(err))
+		}
+	case <-ctx.Done():
+		t.Fatal("the handler did not run")
+	}
 }
