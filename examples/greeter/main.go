@@ -18,13 +18,15 @@
 //	greeter hello -cacert ca.pem -erpc greeter.example:50051 Ada
 //	greeter hello -cacert ca.pem -servername greeter.example -grpc 10.0.0.7:50051 Ada
 //
-// Without -cert and -key, serve is plaintext: on loopback as it is, on
-// an address other hosts can reach only with -insecure (erpc.Insecure),
-// for a network you trust.
+// Without -cert and -key, serve is plaintext: erpc on loopback as it is,
+// on an address other hosts can reach only with -insecure (erpc.Insecure),
+// for a network you trust (gRPC does not check: it serves plaintext
+// wherever it is told).
 //
 // The erpc side has erpc's health and reflection services, so the erpc
-// command works on it (`erpc 127.0.0.1:50051 list`, `erpc -d '{...}' 127.0.0.1:50051 METHOD`); the
-// gRPC side has gRPC's, for grpcurl and grpc_health_probe.
+// command works on it (`erpc 127.0.0.1:50051 list`, `erpc -d '{...}' 127.0.0.1:50051 METHOD`,
+// with `-cacert ca.pem` when it serves TLS); the gRPC side has gRPC's,
+// for grpcurl and grpc_health_probe.
 //
 // Its code is generated from proto/greeter/v1/greeter.proto by gen.sh
 // (go generate), with protoc-gen-go, protoc-gen-go-grpc and
