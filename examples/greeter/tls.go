@@ -122,7 +122,9 @@ func grpcCredentials(cfg *tls.Config) credentials.TransportCredentials {
 	if cfg == nil {
 		return insecure.NewCredentials()
 	}
-	return credentials.NewTLS(cfg.Clone())
+	c := cfg.Clone()
+	c.MinVersion = tls.VersionTLS12 // as gRPC servers accept (erpc's TLS is 1.3 only)
+	return credentials.NewTLS(c)
 }
 
 // erpcOptions are hello's erpc options.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -9,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
@@ -242,4 +244,54 @@ func TestTLSFlagsWrongInputs(t *testing.T) {
 			t.Errorf("%q wrote %q", c.args, out.String())
 		}
 	}
+}
+
+// TestTLSFlagsCorruptPEM: -cert and -cacert files cut short or with bytes
+// changed at random (seeded) are refused with an error naming the flag, or,
+// where the change left them valid, accepted: never a panic, never an
+// error that does not say which flag.
+func TestTLSFlagsCorruptPEM(t *testing.T) {
+	dir := t.TempDir()
+	p := newPKI(t, dir, "ca")
+	certPEM, err := os.ReadFile(p.certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(p.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := mrand.New(mrand.NewPCG(1, 2))
+	corrupt := func(b []byte) []byte {
+		b = bytes.Clone(b)
+		if rng.IntN(2) == 0 {
+			return b[:rng.IntN(len(b))]
+		}
+		for range 1 + rng.IntN(4) {
+			b[rng.IntN(len(b))] = byte(rng.IntN(256))
+		}
+		return b
+	}
+	bad := filepath.Join(dir, "bad.pem")
+	refused := map[string]int{}
+	const rounds = 200
+	for range rounds {
+		writeFile(t, bad, corrupt(certPEM))
+		if _, _, err := (tlsFlags{cert: bad, key: p.keyFile}).serverSecurity(false); err != nil {
+			refused["-cert"]++
+			errorSays(t, "a corrupt -cert", err, "-cert")
+		}
+		writeFile(t, bad, corrupt(caPEM))
+		if _, err := (tlsFlags{cacert: bad}).clientTLS(false); err != nil {
+			refused["-cacert"]++
+			errorSays(t, "a corrupt -cacert", err, "-cacert")
+		}
+	}
+	// Most changes break a file: the errors above were met, not assumed.
+	for _, f := range []string{"-cert", "-cacert"} {
+		if refused[f] < rounds/2 {
+			t.Errorf("%s: %d of %d corrupt files refused", f, refused[f], rounds)
+		}
+	}
+	t.Logf("refused of %d: %v", rounds, refused)
 }
