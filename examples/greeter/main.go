@@ -11,9 +11,22 @@
 //	greeter hello -grpc 127.0.0.1:50051 Ada
 //	greeter hello -grpc 127.0.0.1:50051 ""   # the error path: InvalidArgument with a BadRequest detail
 //
+// With TLS, on both protocols (the flags are erpc's command's and
+// grpcurl's): serve presents a certificate, hello trusts its CA.
+//
+//	greeter serve -cert server.pem -key server.key -erpc 0.0.0.0:50051 -grpc 0.0.0.0:50051
+//	greeter hello -cacert ca.pem -erpc greeter.example:50051 Ada
+//	greeter hello -cacert ca.pem -servername greeter.example -grpc 10.0.0.7:50051 Ada
+//
+// Without -cert and -key, serve is plaintext: erpc on loopback as it is,
+// on an address other hosts can reach only with -insecure (erpc.Insecure),
+// for a network you trust (gRPC does not check: it serves plaintext
+// wherever it is told).
+//
 // The erpc side has erpc's health and reflection services, so the erpc
-// command works on it (`erpc 127.0.0.1:50051 list`, `erpc -d '{...}' 127.0.0.1:50051 METHOD`); the
-// gRPC side has gRPC's, for grpcurl and grpc_health_probe.
+// command works on it (`erpc 127.0.0.1:50051 list`, `erpc -d '{...}' 127.0.0.1:50051 METHOD`,
+// with `-cacert ca.pem` when it serves TLS); the gRPC side has gRPC's,
+// for grpcurl and grpc_health_probe.
 //
 // Its code is generated from proto/greeter/v1/greeter.proto by gen.sh
 // (go generate), with protoc-gen-go, protoc-gen-go-grpc and
@@ -36,7 +49,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials"
 	ghealth "google.golang.org/grpc/health"
 	ghealthpb "google.golang.org/grpc/health/grpc_health_v1"
 	greflection "google.golang.org/grpc/reflection"
@@ -53,18 +66,29 @@ import (
 )
 
 const usage = `usage:
-  greeter serve [-grpc host:port] [-erpc host:port] [-insecure]
+  greeter serve [-grpc host:port] [-erpc host:port] [-cert FILE -key FILE | -insecure]
       serve greeter.v1.Greeter over gRPC (TCP) and erpc (UDP) until interrupted
-  greeter hello (-grpc host:port | -erpc host:port) [-insecure] [-timeout d] name
-
-  -insecure: erpc in plaintext to or on an address other hosts can reach
-  (erpc.Insecure); without it erpc refuses such an address, as it should
-  outside a network you trust. Loopback needs no flag.
+  greeter hello (-grpc host:port | -erpc host:port) [-cacert FILE] [-servername NAME] [-insecure] [-timeout d] name
       call SayHello with name, then LastGreeted, over one protocol
+
+  TLS (both protocols):
+  -cert FILE -key FILE: serve: the server's certificate chain and its
+      private key (PEM); both servers present them.
+  -cacert FILE: hello: the CA certificates (PEM) that verify the server
+      (default: the system's roots when -servername alone is given).
+  -servername NAME: hello: the name the server's certificate must have
+      (default: the target's host).
+  Without them both sides are plaintext:
+  -insecure: erpc in plaintext to or on an address other hosts can reach
+      (erpc.Insecure); without it erpc refuses such an address, as it
+      should outside a network you trust. Loopback needs no flag.
 `
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "greeter:", err)
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
@@ -73,7 +97,8 @@ func main() {
 	}
 }
 
-func run(args []string, out io.Writer) error {
+// run runs the command args name; serve serves until ctx is done.
+func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(os.Stderr, usage)
 		return flag.ErrHelp
@@ -82,35 +107,49 @@ func run(args []string, out io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), usage) }
 	grpcAddr := fs.String("grpc", "", "gRPC address (TCP)")
 	erpcAddr := fs.String("erpc", "", "erpc address (UDP: host:port or udp://host:port; or shm:///path)")
-	timeout := fs.Duration("timeout", 5*time.Second, "hello: the calls' deadline")
 	plaintext := fs.Bool("insecure", false, "erpc in plaintext beyond loopback (erpc.Insecure)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return err
-	}
-	var opts []erpc.Option
-	if *plaintext {
-		opts = append(opts, erpc.Insecure())
-	}
+	timeout := 5 * time.Second
+	var sec tlsFlags // tls.go
 	switch args[0] {
 	case "serve":
+		fs.StringVar(&sec.cert, "cert", "", "TLS: a PEM `file` of the server's certificate chain (with -key)")
+		fs.StringVar(&sec.key, "key", "", "TLS: a PEM `file` of the server's private key (with -cert)")
+	case "hello":
+		fs.DurationVar(&timeout, "timeout", timeout, "the calls' deadline")
+		fs.StringVar(&sec.cacert, "cacert", "", "TLS: a PEM `file` of the CA certificates that verify the server")
+		fs.StringVar(&sec.serverName, "servername", "", "TLS: the `name` the server's certificate must have (default: the target's host)")
+	default:
+		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return otherCommandsFlag(err, args[0])
+	}
+	if args[0] == "serve" {
 		if fs.NArg() != 0 {
 			return fmt.Errorf("serve takes no arguments: %q\n%s", fs.Args(), usage)
 		}
-		return serve(cmp.Or(*grpcAddr, "127.0.0.1:50051"), cmp.Or(*erpcAddr, "127.0.0.1:50051"), out, opts...)
-	case "hello":
-		if fs.NArg() != 1 || (*grpcAddr == "") == (*erpcAddr == "") {
-			return fmt.Errorf("hello takes -grpc or -erpc, and a name\n%s", usage)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		defer cancel()
-		c, closeClient, err := dial(ctx, *grpcAddr, *erpcAddr, opts...)
+		creds, opts, err := sec.serverSecurity(*plaintext)
 		if err != nil {
 			return err
 		}
-		defer closeClient()
-		return hello(ctx, c, fs.Arg(0), out)
+		return serve(ctx, cmp.Or(*grpcAddr, "127.0.0.1:50051"), cmp.Or(*erpcAddr, "127.0.0.1:50051"), creds, out, opts...)
 	}
-	return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+	if fs.NArg() != 1 || (*grpcAddr == "") == (*erpcAddr == "") {
+		return fmt.Errorf("hello takes -grpc or -erpc, and a name\n%s", usage)
+	}
+	cfg, err := sec.clientTLS(*plaintext)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	target := cmp.Or(*grpcAddr, *erpcAddr)
+	c, closeClient, err := dial(ctx, *grpcAddr, *erpcAddr, grpcCredentials(cfg), erpcOptions(cfg, *plaintext)...)
+	if err != nil {
+		return adviseTLS(err, target, cfg != nil)
+	}
+	defer closeClient()
+	return adviseTLS(hello(ctx, c, fs.Arg(0), out), target, cfg != nil)
 }
 
 // servers are the two servers of one Greeter.
@@ -124,8 +163,14 @@ type servers struct {
 }
 
 // start serves impl over gRPC at grpcAddr (TCP) and erpc at erpcAddr,
-// listening with opts.
+// listening with opts, both in plaintext unless opts has erpc.WithTLS.
 func start(impl *Greeter, grpcAddr, erpcAddr string, opts ...erpc.Option) (*servers, error) {
+	return startWith(impl, grpcAddr, erpcAddr, nil, opts...)
+}
+
+// startWith is start with gRPC's transport credentials: TLS, or
+// plaintext when nil.
+func startWith(impl *Greeter, grpcAddr, erpcAddr string, grpcCreds credentials.TransportCredentials, opts ...erpc.Option) (*servers, error) {
 	s := &servers{grpcDone: make(chan error, 1), grpcCheck: ghealth.NewServer(), erpcCheck: health.NewServer()}
 
 	// erpc: the greeter, health and reflection. The gRPC statuses
@@ -145,7 +190,11 @@ func start(impl *Greeter, grpcAddr, erpcAddr string, opts ...erpc.Option) (*serv
 	// gRPC: the same greeter, gRPC's health and reflection. The
 	// interceptor turns the *erpc.Errors LastGreeted returns into gRPC
 	// statuses.
-	s.grpc = grpc.NewServer(grpc.ChainUnaryInterceptor(erpcgrpc.GRPCServerInterceptor()))
+	gopts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(erpcgrpc.GRPCServerInterceptor())}
+	if grpcCreds != nil {
+		gopts = append(gopts, grpc.Creds(grpcCreds))
+	}
+	s.grpc = grpc.NewServer(gopts...)
 	greeterpb.RegisterGreeterServer(s.grpc, impl)
 	ghealthpb.RegisterHealthServer(s.grpc, s.grpcCheck)
 	greflection.Register(s.grpc)
@@ -184,14 +233,18 @@ func (s *servers) stop(ctx context.Context) {
 	}
 }
 
-func serve(grpcAddr, erpcAddr string, out io.Writer, opts ...erpc.Option) error {
-	s, err := start(NewGreeter(), grpcAddr, erpcAddr, opts...)
+// serve serves a Greeter until ctx is done, with grpcCreds on gRPC and
+// opts on erpc.
+func serve(ctx context.Context, grpcAddr, erpcAddr string, grpcCreds credentials.TransportCredentials, out io.Writer, opts ...erpc.Option) error {
+	s, err := startWith(NewGreeter(), grpcAddr, erpcAddr, grpcCreds, opts...)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "greeter.v1.Greeter: gRPC on tcp %s, erpc on %s\n", s.grpcLis.Addr(), s.erpc.Target())
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
+	security := "plaintext"
+	if grpcCreds != nil && grpcCreds.Info().SecurityProtocol == "tls" {
+		security = "TLS"
+	}
+	fmt.Fprintf(out, "greeter.v1.Greeter: gRPC on tcp %s, erpc on %s, %s\n", s.grpcLis.Addr(), s.erpc.Target(), security)
 	select {
 	case <-ctx.Done():
 	case err = <-s.grpcDone:
@@ -206,10 +259,11 @@ func serve(grpcAddr, erpcAddr string, out io.Writer, opts ...erpc.Option) error 
 // erpc client, generated with grpc_compat=true, is a GreeterClient too.
 type client = greeterpb.GreeterClient
 
-// dial returns a client over gRPC if grpcAddr is set, else over erpc.
-func dial(ctx context.Context, grpcAddr, erpcAddr string, opts ...erpc.Option) (client, func(), error) {
+// dial returns a client over gRPC, with grpcCreds, if grpcAddr is set,
+// else over erpc, with opts.
+func dial(ctx context.Context, grpcAddr, erpcAddr string, grpcCreds credentials.TransportCredentials, opts ...erpc.Option) (client, func(), error) {
 	if grpcAddr != "" {
-		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(grpcAddr, grpc.WithTransportCredentials(grpcCreds))
 		if err != nil {
 			return nil, nil, err
 		}

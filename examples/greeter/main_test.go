@@ -243,7 +243,7 @@ func TestInsecureFlag(t *testing.T) {
 		s.stop(c)
 	}()
 	port := s.erpc.Addr().Port()
-	c, closeClient, err := dial(ctx(t), "", fmt.Sprintf("127.0.0.1:%d", port), erpc.Insecure())
+	c, closeClient, err := dial(ctx(t), "", fmt.Sprintf("127.0.0.1:%d", port), nil, erpc.Insecure())
 	if err != nil {
 		t.Fatal(err)
 	}

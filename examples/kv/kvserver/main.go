@@ -13,16 +13,31 @@
 // one), and -slo bounds the queue so that a request it admits can still be
 // answered within that target (the rest are refused at once with
 // ResourceExhausted).
+//
+// With -cert and -key it serves TLS 1.3 (erpc.WithTLS); its clients
+// verify it with the CA that signed the certificate (erpc.WithTLS with a
+// tls.Config whose RootCAs hold it). With -demo, -cacert gives the demo's
+// client that CA:
+//
+//	go run ./examples/kv/kvserver -addr 0.0.0.0:31860 -cert server.pem -key server.key
+//	go run ./examples/kv/kvserver -demo -cert server.pem -key server.key -cacert ca.pem
+//
+// Without them it serves plaintext: on loopback as it is, on an address
+// other hosts can reach only with -insecure (erpc.Insecure), for a
+// network you trust.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"os/signal"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/erpc-go/erpc"
@@ -30,22 +45,50 @@ import (
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:31860", "address to serve at")
-	keys := flag.Int("keys", 1<<16, "capacity, and keys loaded by -demo")
-	workers := flag.Int("workers", 0, "background workers (0: handlers inline on the event loop)")
-	dispatch := flag.String("dispatch", "shared", "with -workers: shared or hash")
-	slo := flag.Duration("slo", 0, "with -workers: latency target that bounds the queue (0: no bound by time)")
-	demo := flag.Bool("demo", false, "serve on an ephemeral port and run a client against it, then exit")
-	plaintext := flag.Bool("insecure", false, "serve in plaintext on an address other hosts can reach (erpc.Insecure): only on a network you trust")
-	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, log.Default())
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(2)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// run serves with the flags in args until ctx is done, saying where on
+// logger; with -demo it runs the demo's client instead, printing to out.
+func run(ctx context.Context, args []string, out io.Writer, logger *log.Logger) error {
+	fs := flag.NewFlagSet("kvserver", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:31860", "address to serve at")
+	keys := fs.Int("keys", 1<<16, "capacity, and keys loaded by -demo")
+	workers := fs.Int("workers", 0, "background workers (0: handlers inline on the event loop)")
+	dispatch := fs.String("dispatch", "shared", "with -workers: shared or hash")
+	slo := fs.Duration("slo", 0, "with -workers: latency target that bounds the queue (0: no bound by time)")
+	demo := fs.Bool("demo", false, "serve on an ephemeral port and run a client against it, then exit")
+	plaintext := fs.Bool("insecure", false, "serve in plaintext on an address other hosts can reach (erpc.Insecure): only on a network you trust")
+	var sec tlsFlags // tls.go
+	fs.StringVar(&sec.cert, "cert", "", "TLS: a PEM `file` of the server's certificate chain (with -key)")
+	fs.StringVar(&sec.key, "key", "", "TLS: a PEM `file` of the server's private key (with -cert)")
+	fs.StringVar(&sec.cacert, "cacert", "", "with -demo and -cert: a PEM `file` of the CA certificates the demo's client verifies the server with")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("kvserver takes flags only, not %q", fs.Args())
+	}
+	opts, err := sec.serverOptions(*plaintext)
+	if err != nil {
+		return err
+	}
+	demoOpts, err := sec.demoClientOptions(*demo)
+	if err != nil {
+		return err
+	}
 
 	st := kv.NewStore(kv.Config{Capacity: *keys})
 	srv := erpc.NewServer()
 	var hopts []erpc.HandlerOption
-	var opts []erpc.Option
-	if *plaintext {
-		opts = append(opts, erpc.Insecure())
-	}
 	if *workers > 0 {
 		hopts = append(hopts, erpc.Background())
 		opts = append(opts, erpc.WithWorkers(*workers))
@@ -55,41 +98,38 @@ func main() {
 		case "hash":
 			opts = append(opts, erpc.WithDispatch(erpc.DispatchHash))
 		default:
-			log.Fatalf("-dispatch: shared or hash, not %q", *dispatch)
+			return fmt.Errorf("-dispatch: shared or hash, not %q", *dispatch)
 		}
 		if *slo > 0 {
 			opts = append(opts, erpc.WithSLO(*slo, 0))
 		}
 	}
 	if err := kv.Register(srv, st, hopts...); err != nil {
-		log.Fatal(err)
+		return err
 	}
 	if *demo {
 		*addr = "127.0.0.1:0"
 	}
 	ep, err := srv.Listen(*addr, opts...)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer ep.Close()
 	if !*demo {
-		log.Printf("kv: serving %d keys' worth at %s", *keys, ep.Target())
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, os.Interrupt)
-		<-sig
-		return
+		logger.Printf("kv: serving %d keys' worth at %s, %s", *keys, ep.Target(), sec.security())
+		<-ctx.Done()
+		return nil
 	}
-	if err := runDemo(ep.Target(), *keys); err != nil {
-		log.Fatal(err)
-	}
+	return runDemo(ctx, ep.Target(), *keys, out, demoOpts...)
 }
 
 // runDemo loads n keys with values of 64 to 512 bytes, reads each back and
-// checks it, and prints the round trips of both.
-func runDemo(target string, n int) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// checks it, and prints the round trips of both to out; it dials target
+// with opts.
+func runDemo(ctx context.Context, target string, n int, out io.Writer, opts ...erpc.Option) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	s, err := erpc.Dial(ctx, target)
+	s, err := erpc.Dial(ctx, target, opts...)
 	if err != nil {
 		return err
 	}
@@ -134,15 +174,24 @@ func runDemo(target string, n int) error {
 	if erpc.CodeOf(err) != erpc.NotFound {
 		return fmt.Errorf("missing key: %v", err)
 	}
-	fmt.Printf("kv over UDP loopback (%s): %d keys, values 64-512 B, one call in flight\n", target, n)
+	fmt.Fprintf(out, "kv over UDP loopback (%s, %s): %d keys, values 64-512 B, one call in flight\n", target, sessionSecurity(s), n)
 	for _, r := range []struct {
 		op  string
 		lat []time.Duration
 	}{{"SET", set}, {"GET", get}} {
 		slices.Sort(r.lat)
-		fmt.Printf("%s  p50 %v  p99 %v  max %v\n", r.op, r.lat[len(r.lat)/2].Round(100*time.Nanosecond),
+		fmt.Fprintf(out, "%s  p50 %v  p99 %v  max %v\n", r.op, r.lat[len(r.lat)/2].Round(100*time.Nanosecond),
 			r.lat[len(r.lat)*99/100].Round(100*time.Nanosecond), r.lat[len(r.lat)-1].Round(100*time.Nanosecond))
 	}
-	fmt.Println("missing key: NotFound, as it should")
+	fmt.Fprintln(out, "missing key: NotFound, as it should")
 	return nil
+}
+
+// sessionSecurity says whether s is a TLS session, as its handshake
+// proved (PeerAuth), not as the flags asked.
+func sessionSecurity(s *erpc.Session) string {
+	if s.PeerAuth().TLS != nil {
+		return "TLS"
+	}
+	return "plaintext"
 }
