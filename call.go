@@ -38,6 +38,7 @@ type call struct {
 	// the caller's stack).
 	stats     context.Context
 	statsInfo CallInfo
+	statsDue  bool // its CallBegin is owed, on the loop (beginCallOnLoop)
 }
 
 // A blocking call is queued for the loop, taken by it, or withdrawn by its
@@ -206,12 +207,15 @@ func (s *Session) Go(method string, req, resp []byte, done func(resp []byte, err
 	c := getCall(s, method, req, resp)
 	c.cont = done
 	c.state.Store(callTaken)
-	if h := s.ep.opts.stats; h != nil {
+	if s.ep.opts.stats != nil {
+		// CallBegin runs on the loop, as the call's first step there
+		// (beginCallOnLoop): user code that ends its goroutine then cuts
+		// short no code of erpc's, which may be the caller (a stream's
+		// exchange, a Client's next attempt).
 		c.statsInfo = CallInfo{Method: method, Peer: s.addr, Target: s.target, Start: time.Now(), ReqBytes: len(req)}
-		c.stats = h.CallBegin(context.Background(), c.statsInfo)
-		if md, ok := c.stats.Value(outgoingKey{}).(Metadata); ok {
-			c.req, c.meta = withMetadata(md, req) // a tracer's context, say
-		}
+		c.statsDue = true
+		s.ep.post(command{kind: cmdCall, call: c})
+		return
 	}
 	if s.ep.startOnLoop(c) {
 		return
@@ -400,6 +404,14 @@ func (ep *Endpoint) finishStopped(c *call, resp []byte, err error, onLoop bool) 
 	if c.cont == nil {
 		c.finish(nil, err)
 		return
+	}
+	if c.statsDue { // it began and ends here: CallBegin, then CallEnd
+		if onLoop {
+			ep.beginCallOnLoop(c)
+		} else { // on the goroutine of the Go that found the endpoint closed
+			c.statsDue = false
+			c.stats = ep.opts.stats.CallBegin(context.Background(), c.statsInfo)
+		}
 	}
 	if c.stats != nil {
 		if onLoop {

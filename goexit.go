@@ -212,6 +212,27 @@ func (ep *Endpoint) endCallOnLoop(c *call, resp []byte, err error) {
 	returned = true
 }
 
+// beginCallOnLoop tells the StatsHandler that c, an async call
+// (Session.Go), begins, as the call's first step on the loop, and puts a
+// tracer's metadata in its request. If CallBegin ends the goroutine
+// (runtime.Goexit), the call goes on without stats, first on the next
+// goroutine: its continuation runs once, with its outcome.
+func (ep *Endpoint) beginCallOnLoop(c *call) {
+	c.statsDue = false
+	returned := false
+	defer func() {
+		if !returned {
+			c.stats = nil
+			ep.exitedOnLoop(recover(), statsCallBegin, command{kind: cmdCall, call: c})
+		}
+	}()
+	c.stats = ep.opts.stats.CallBegin(context.Background(), c.statsInfo)
+	returned = true
+	if md, ok := c.stats.Value(outgoingKey{}).(Metadata); ok {
+		c.req, c.meta = withMetadata(md, c.req) // a tracer's context, say
+	}
+}
+
 // sessionEventOnLoop tells sh of a session up or down, as the last step of
 // the loop's work for the engine's event.
 func (ep *Endpoint) sessionEventOnLoop(sh StatsHandler, ev SessionEvent) {

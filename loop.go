@@ -424,6 +424,9 @@ func (ep *Endpoint) runCommands(now proto.Time) (any bool) {
 		c := &cmds[i]
 		switch c.kind {
 		case cmdCall:
+			if c.call.statsDue {
+				ep.beginCallOnLoop(c.call)
+			}
 			if c.call.state.CompareAndSwap(callQueued, callTaken) || c.call.cont != nil {
 				ep.startCall(now, c.call)
 			} else {

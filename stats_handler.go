@@ -18,16 +18,20 @@ import (
 //
 // The loop itself calls CallBegin and CallEnd of served calls (as a
 // request arrives, as its answer goes, for a request refused at once),
-// CallEnd of Session.Go calls (before their continuation), and
-// SessionEvent. A method that ends the loop's goroutine there
-// (runtime.Goexit, as t.FailNow does) ends only that goroutine: it is
-// logged once, naming the method, and the loop goes on on a fresh one, as
-// after a continuation's Goexit; a served call whose CallBegin ended so is
-// answered Internal, as never run (NotExecuted), and a Session.Go call
-// whose CallEnd ended so still gets its continuation. A panic there is
-// not recovered: it ends the process, as any unrecovered panic does.
-// Called from user code (Session.Go's CallBegin, a blocking call's), a
-// method's Goexit or panic is that code's own.
+// CallBegin and CallEnd of Session.Go calls (as the loop takes the call,
+// so a Session.Go call with a StatsHandler always takes the loop's
+// queue, and before its continuation), and SessionEvent. A method that
+// ends the loop's goroutine there (runtime.Goexit, as t.FailNow does)
+// ends only that goroutine: it is logged once, naming the method, and
+// the loop goes on on a fresh one, as after a continuation's Goexit; a
+// served call whose CallBegin ended so is answered Internal, as never run
+// (NotExecuted), and a Session.Go call whose CallBegin or CallEnd ended
+// so still goes and gets its continuation, once, with its outcome (a
+// stream's exchanges and a Client's attempts are such calls: they are
+// neither lost nor left waiting). A panic there is not recovered: it
+// ends the process, as any unrecovered panic does. Called from user code
+// (a blocking call's CallBegin and CallEnd), a method's Goexit or panic
+// is that code's own.
 type StatsHandler interface {
 	// CallBegin is told of a call as it starts. The context it returns
 	// becomes the call's: on the server side, the handler's context sees
