@@ -110,7 +110,9 @@ type ServerStream interface {
 	Context() context.Context
 	// Send sends a message (copied before Send returns), waiting for
 	// credit while the client's window is full. It fails once the stream
-	// is over for the handler (the context's end, say).
+	// is over for the handler (the context's end, say), and with
+	// InvalidArgument for a message over the session's limit (the smaller
+	// of the two ends' WithMaxMessageSize, less 64 bytes).
 	Send(msg []byte) error
 	// Recv returns the client's next message, valid until the next Recv;
 	// io.EOF once the client has closed its side and everything was read.
@@ -133,7 +135,9 @@ type ClientStream interface {
 	Context() context.Context
 	// Send sends a message (copied before Send returns), waiting for
 	// credit while the handler's window is full. It returns io.EOF if the
-	// handler has already ended the stream (Recv then gives its status).
+	// handler has already ended the stream (Recv then gives its status),
+	// and InvalidArgument for a message over the session's limit (the
+	// smaller of the two ends' WithMaxMessageSize, less 64 bytes).
 	Send(msg []byte) error
 	// CloseSend says the client sends no more; the handler's Recv
 	// returns io.EOF once it has read everything. It returns nil, and

@@ -141,7 +141,8 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 	if w := int(min(sessWindow, 1<<15)); w > 0 { // the server's caps ours
 		cs.slots = slotsFor(min(w, sessionWindow(s.ep)))
 	}
-	st.cs, st.sid = cs, s.sid // the session that answered is the current one: its end comes after this
+	st.cs, st.sid = cs, s.sid                                     // the session that answered is the current one: its end comes after this
+	st.maxMsg = min(st.maxMsg, sessionStreamMessage(s.ep, s.sid)) // before NewStream returns: Send sees it
 	cs.add(st)
 	if h.cliSid == nil {
 		h.cliSid = map[proto.SessionID]*cliSession{}
@@ -160,7 +161,7 @@ func (st *clientStream) Method() string           { return st.method }
 func (st *clientStream) Send(msg []byte) error {
 	if len(msg) > st.maxMsg {
 		return streamError(st.method, st.sess.target, &Error{Code: InvalidArgument,
-			Msg: fmt.Sprintf("a message of %d bytes is larger than the maximum of %d (WithMaxMessageSize, less a frame's header)", len(msg), st.maxMsg)})
+			Msg: fmt.Sprintf("a message of %d bytes is larger than the maximum of %d (WithMaxMessageSize, the smaller of the two ends', less a frame's header)", len(msg), st.maxMsg)})
 	}
 	st.mu.Lock()
 	for st.sendable() && !st.send.CanSend() {

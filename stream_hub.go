@@ -129,7 +129,7 @@ func (ss *srvSession) answerParked() {
 // respond answers q with the session's output, in memory of the engine's
 // pool, which the engine takes over (no allocation, whatever the size).
 func (ss *srvSession) respond(q Request) {
-	size := ss.pending(streamBatch(ss.ep))
+	size := ss.pending(streamBatch(ss.ep, ss.sid))
 	if size == 0 {
 		_ = q.Respond(nil)
 		return
@@ -193,9 +193,16 @@ func (ss *srvSession) answer(b []byte, max int) []byte {
 	return b
 }
 
-// streamBatch is the most a batch of frames carries: a megabyte, or
-// less if the endpoint's messages are smaller.
-func streamBatch(ep *Endpoint) int { return min(1<<20, maxMessage(ep)) }
+// streamBatch is the most a batch of frames on engine session sid
+// carries: a megabyte, or less if the session's messages are smaller
+// (the smaller of its two ends' WithMaxMessageSize). On the loop.
+func streamBatch(ep *Endpoint, sid proto.SessionID) int {
+	m := ep.eng.MaxMsgSize(sid)
+	if m <= 0 {
+		m = maxMessage(ep)
+	}
+	return min(1<<20, m)
+}
 
 // maxMessage is the endpoint's message limit.
 func maxMessage(ep *Endpoint) int {
@@ -208,6 +215,16 @@ func maxMessage(ep *Endpoint) int {
 // maxStreamMessage is the largest message a stream carries: one frame in
 // a batch of the endpoint's largest message.
 func maxStreamMessage(ep *Endpoint) int { return maxMessage(ep) - 64 }
+
+// sessionStreamMessage is the largest message a stream on engine session
+// sid sends: one frame (and a Grant) in a batch of the session's largest
+// message (a frame larger than a batch goes alone). On the loop.
+func sessionStreamMessage(ep *Endpoint, sid proto.SessionID) int {
+	if m := ep.eng.MaxMsgSize(sid); m > 0 {
+		return min(maxStreamMessage(ep), m-64)
+	}
+	return maxStreamMessage(ep)
+}
 
 // kickServer queues st's output on its session and answers the parked
 // request if any (on the loop).
@@ -227,6 +244,9 @@ func (st *serverStream) takeTurn(b []byte, start, max, turn int) (_ []byte, more
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	first := len(b) == start
+	if !first && max-len(b) < grantRoom { // no room for a Grant: the next batch
+		return b, true, false
+	}
 	if !st.finished && st.recv.GrantDue() {
 		m, n := st.recv.TakeGrant()
 		b = stream.AppendGrant(b, st.id, m, n)

@@ -130,7 +130,7 @@ func (cs *cliSession) send(park bool) {
 	} else {
 		cs.uplinks++
 	}
-	x.req = cs.fill(b, streamBatch(cs.s.ep))
+	x.req = cs.fill(b, streamBatch(cs.s.ep, cs.s.sid))
 	cs.s.Go(streamXchgMethod, x.req, x.resp, x.done)
 }
 
@@ -158,6 +158,10 @@ func (cs *cliSession) fill(b []byte, max int) []byte {
 func (st *clientStream) takeTurn(b []byte, start, max, turn int) (_ []byte, more, fits bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	first := len(b) == start
+	if !first && max-len(b) < grantRoom { // no room for a Cancel or Grant: the next batch
+		return b, true, false
+	}
 	if st.cancelOut != 0 {
 		b = stream.AppendCancel(b, st.id, uint8(st.cancelOut))
 		st.cancelOut = 0
@@ -166,7 +170,6 @@ func (st *clientStream) takeTurn(b []byte, start, max, turn int) (_ []byte, more
 		st.cs.drop(st.id)
 		return b, false, true
 	}
-	first := len(b) == start
 	if st.over == nil && st.recv.GrantDue() {
 		m, n := st.recv.TakeGrant()
 		b = stream.AppendGrant(b, st.id, m, n)

@@ -111,9 +111,8 @@ func serveStreamOpen(q Request) {
 // the client's metadata, address and deadline. The context's watcher may
 // run at once (a deadline already past): the stream is whole before.
 func newServerStream(ep *Endpoint, ss *srvSession, id uint64, hd *streamHandler, r *request, send stream.Sender) *serverStream {
-	maxMsg := maxStreamMessage(ep)
-	st := &serverStream{ep: ep, ss: ss, id: id, hd: hd, maxMsg: maxMsg, send: send,
-		recv:     stream.NewReceiver(hd.cfg.msgs, hd.cfg.bytes, maxMsg),
+	st := &serverStream{ep: ep, ss: ss, id: id, hd: hd, maxMsg: sessionStreamMessage(ep, ss.sid), send: send,
+		recv:     stream.NewReceiver(hd.cfg.msgs, hd.cfg.bytes, maxStreamMessage(ep)),
 		sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1)}
 	ctx := context.Context(callerCtx{context.Background(), r.md, r.peer, r.auth})
 	st.stopDL = func() {}

@@ -61,7 +61,7 @@ var errStreamReturned = &Error{Code: FailedPrecondition, Msg: "the stream's hand
 
 func (st *serverStream) Send(msg []byte) error {
 	if len(msg) > st.maxMsg {
-		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("stream %q: a message of %d bytes is larger than the maximum of %d (WithMaxMessageSize, less a frame's header)",
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("stream %q: a message of %d bytes is larger than the maximum of %d (WithMaxMessageSize, the smaller of the two ends', less a frame's header)",
 			st.hd.name, len(msg), st.maxMsg)}
 	}
 	st.mu.Lock()

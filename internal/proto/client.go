@@ -150,6 +150,20 @@ func (e *Engine) Cancel(now Time, id SessionID, cid CallID) bool {
 	return false
 }
 
+// MaxMsgSize is the largest message session id carries: the smaller of
+// the two ends' limits once it is up, this engine's before; 0 if there is
+// no such session.
+func (e *Engine) MaxMsgSize(id SessionID) int {
+	s := e.session(id)
+	if s == nil {
+		return 0
+	}
+	if s.up || s.s != nil {
+		return s.maxMsg
+	}
+	return e.cfg.MaxMsgSize
+}
+
 // callLimit is the largest request session s takes: the session's
 // negotiated maximum once up, ours before.
 func (e *Engine) callLimit(s *session) int {
