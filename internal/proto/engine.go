@@ -241,48 +241,6 @@ func (e *Engine) NextDeadline() Time {
 // it only when it wakes, and the RTT sample then carries the wake-up.
 func (e *Engine) LastTransmit() Time { return e.lastTransmit }
 
-// HasEvents reports whether NextEvent has an event to pop.
-func (e *Engine) HasEvents() bool { return e.evHead < len(e.events) }
-
-// NextEvent pops the oldest pending event.
-func (e *Engine) NextEvent() (Event, bool) {
-	if e.evHead == len(e.events) {
-		e.resetEvents()
-		return Event{}, false
-	}
-	ev := e.events[e.evHead]
-	e.events[e.evHead] = Event{} // drop references
-	e.evHead++
-	if e.evHead == len(e.events) {
-		e.resetEvents()
-	}
-	return ev, true
-}
-
-// TakeEvent pops the oldest pending event and returns it in place, or nil
-// if there is none: no 150-byte copy out and clear, as NextEvent makes.
-// It stays valid until the next TakeEvent or NextEvent call; the driver
-// may call the engine meanwhile (start calls, respond), and the events
-// that adds go after it. The queue's memory is reused once a call finds
-// it empty, so a driver takes events until nil, as the driver loop does.
-func (e *Engine) TakeEvent() *Event {
-	if e.evHead == len(e.events) {
-		e.resetEvents()
-		return nil
-	}
-	e.evHead++
-	return &e.events[e.evHead-1]
-}
-
-// resetEvents empties the consumed queue, dropping its references.
-func (e *Engine) resetEvents() {
-	if e.evHead > 0 {
-		clear(e.events[:e.evHead])
-		e.events = e.events[:0]
-		e.evHead = 0
-	}
-}
-
 // Outgoing returns the datagrams to send now. Before returning it answers,
 // with a "pending" credit return, every request delivered since the last
 // call whose handler has not responded yet: a slow handler then costs the
