@@ -63,6 +63,7 @@ func (p *placement) next(ctx context.Context) (attempt, error) {
 		if a, ok := p.probe(rs, now); ok {
 			return a, nil
 		}
+		p.info.Start = now
 		r := p.pick(rs)
 		fs := r.sess.Load()
 		if !fs.usable() { // it just left the ready set, which is republished soon
@@ -117,7 +118,7 @@ func (p *placement) probe(rs *readySet, now time.Time) (attempt, bool) {
 // pick asks the balancer, then keeps away from replicas tried already
 // while another is ready.
 func (p *placement) pick(rs *readySet) *replica {
-	br := p.c.bal.Pick(p.info)
+	br := p.c.bal.Pick(p.info) // p.info.Start: this attempt's (next)
 	r := rs.byBal[br]
 	if cur := p.c.ready.Load(); r == nil && br != nil && cur != rs {
 		r = cur.byBal[br] // the balancer was updated since rs
@@ -172,7 +173,7 @@ func (p *placement) record(a attempt, err error) {
 	r.bal.State.InFlight.Add(-1)
 	a.fs.inflight.Add(-1)
 	r.calls.Add(1)
-	d := balancer.DoneInfo{Latency: lat, Err: err}
+	d := balancer.DoneInfo{Latency: lat, Start: a.start, Err: err}
 	if err != nil {
 		r.failures.Add(1)
 		d.NeverRan = NotExecuted(err)

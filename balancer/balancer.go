@@ -22,12 +22,17 @@ type PickInfo struct {
 	// for calls without one, which a hashing balancer spreads at random.
 	Key    string
 	HasKey bool
+	// Start is when the call's attempt began (the client sets it; zero
+	// from a caller that does not): Done's DoneInfo.Start is the same, so
+	// a balancer can tell the attempt it placed from calls begun before.
+	Start time.Time
 }
 
 // DoneInfo is how a call placed on a replica ended.
 type DoneInfo struct {
 	Latency time.Duration
-	Err     error // nil on success
+	Start   time.Time // the attempt's PickInfo.Start
+	Err     error     // nil on success
 	// NeverRan is true when the failure provably never ran a handler
 	// (erpc.NotExecuted): it says nothing of the replica's speed.
 	NeverRan bool

@@ -61,9 +61,10 @@ const alikeRatio = 1.25
 // 1/(128·log2(s/1.25)) of the calls (10× slower, one call at a time:
 // 0.26 %). A replica picked
 // although its undiscounted cost was over 1.25 times its partner's has its
-// average restarted by its next sample faster than the average (a
-// straggler of the slow spell does not count), so one call shows that it
-// recovered (a failure still counts as twice the old average). Pick and
+// average restarted by the sample of the first call begun with that pick
+// or since (DoneInfo.Start against PickInfo.Start: a straggler of the
+// slow spell does not count), so one call shows that it recovered (a
+// failure still counts as twice the old average). Pick and
 // Done take no lock, read no clock and do not allocate.
 func P2C() Balancer { return &p2c{} }
 
@@ -76,7 +77,7 @@ type p2c struct {
 
 func (p *p2c) Update(ready []*Replica) { p.set.Store(newReplicaSet(ready)) }
 
-func (p *p2c) Pick(PickInfo) *Replica {
+func (p *p2c) Pick(info PickInfo) *Replica {
 	s := p.set.Load()
 	if s == nil || len(s.replicas) == 0 {
 		return nil
@@ -107,6 +108,7 @@ func (p *p2c) Pick(PickInfo) *Replica {
 	st := &chosen.State
 	st.lastPick.Store(now)
 	if dearer && !st.restartPending.Load() {
+		st.restartFrom.Store(info.Start.UnixNano())
 		st.restartPending.Store(true)
 	}
 	return chosen
@@ -155,18 +157,18 @@ func pairLatencies(a, b *Replica) (float64, float64) {
 
 // Done records the call's latency in r's average, or restarts the
 // average with it when P2C last picked r on the strength of its idle
-// discount and the call was faster than the average or failed.
+// discount and the call began with that pick or since.
 func (p *p2c) Done(r *Replica, d DoneInfo) {
 	lat, ok := sampleOf(r, d)
 	if !ok {
 		return
 	}
 	st := &r.State
-	// Only a sample that shows a recovery (faster than the average) or a
-	// failure restarts it: a straggler of the slow spell, finishing after
-	// the retry was picked, says nothing new and is blended as usual,
-	// leaving the restart to the retry's own sample.
-	if st.restartPending.Load() && (lat < st.Latency() || d.Err != nil) && st.restartPending.CompareAndSwap(true, false) {
+	// Only a call begun when the retry was picked, or since, restarts the
+	// average: a straggler of the slow spell, fast, slow or failed, says
+	// nothing of the recovery and is blended as usual, leaving the restart
+	// to the retry's own sample (DoneInfo.Start against PickInfo.Start).
+	if st.restartPending.Load() && d.Start.UnixNano() >= st.restartFrom.Load() && st.restartPending.CompareAndSwap(true, false) {
 		st.restartLatency(lat)
 		return
 	}

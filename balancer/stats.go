@@ -26,6 +26,10 @@ type ReplicaStats struct {
 	// stale; see P2C).
 	lastPick       atomic.Uint64
 	restartPending atomic.Bool
+	// restartFrom is the PickInfo.Start (Unix ns) of the retry that set
+	// restartPending: only a call begun then or since restarts the
+	// average, not a straggler of the slow spell.
+	restartFrom atomic.Int64
 
 	// order is a process-unique number given the first time a Hash
 	// balancer sees the replica (0 before): the stable tie-break between
