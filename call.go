@@ -405,12 +405,11 @@ func (ep *Endpoint) finishStopped(c *call, resp []byte, err error, onLoop bool) 
 		c.finish(nil, err)
 		return
 	}
-	if c.statsDue { // it began and ends here: CallBegin, then CallEnd
+	if c.statsDue { // it begins and ends here, for the loop's stop: CallBegin, then CallEnd
 		if onLoop {
 			ep.beginCallOnLoop(c)
-		} else { // on the goroutine of the Go that found the endpoint closed
+		} else { // a Go that found the endpoint closed: never begun, not reported
 			c.statsDue = false
-			c.stats = ep.opts.stats.CallBegin(context.Background(), c.statsInfo)
 		}
 	}
 	if c.stats != nil {

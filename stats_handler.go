@@ -20,7 +20,8 @@ import (
 // request arrives, as its answer goes, for a request refused at once),
 // CallBegin and CallEnd of Session.Go calls (as the loop takes the call,
 // so a Session.Go call with a StatsHandler always takes the loop's
-// queue, and before its continuation), and SessionEvent. A method that
+// queue, and before its continuation; a Session.Go made once the
+// endpoint has closed is not reported), and SessionEvent. A method that
 // ends the loop's goroutine there (runtime.Goexit, as t.FailNow does)
 // ends only that goroutine: it is logged once, naming the method, and
 // the loop goes on on a fresh one, as after a continuation's Goexit; a
