@@ -342,6 +342,8 @@
 //     stream_serve.go and stream_hub.go (a server's streams, its side of
 //     the internal open and exchange methods, per-session state),
 //     stream_turns.go (the streams' turns in a batch, both sides),
+//     stream_bounds.go (a server stream's Header and End frames within
+//     the session's message limit),
 //     stream_icpt.go (stream interceptors); internal/stream (the sans-I/O
 //     frames, credit windows and reorder buffer).
 //   - Metadata: metadata.go (a request's metadata), respmeta.go (a

@@ -110,7 +110,8 @@ type ServerStream interface {
 	Context() context.Context
 	// Send sends a message (copied before Send returns), waiting for
 	// credit while the client's window is full. It fails once the stream
-	// is over for the handler (the context's end, say), and with
+	// is over for the handler (the context's end, say: the context is
+	// done by the time Send or Recv fails for the stream's end), and with
 	// InvalidArgument for a message over the session's limit (the smaller
 	// of the two ends' WithMaxMessageSize, less 64 bytes).
 	Send(msg []byte) error

@@ -84,7 +84,6 @@ func (ep *Endpoint) shutdownStreams() {
 	code, payload := streamStatus(err)
 	for _, ss := range ep.streams.srv {
 		for _, st := range ss.streams {
-			st.cancel(err) // first: a handler whose Send or Recv fails sees its context done
 			st.mu.Lock()
 			if !st.finished {
 				st.finishLocked(code, payload)
@@ -95,6 +94,7 @@ func (ep *Endpoint) shutdownStreams() {
 			}
 			st.endLocked(err)
 			st.mu.Unlock()
+			st.cancel(err)
 		}
 		ss.answerParked()
 	}
@@ -102,16 +102,18 @@ func (ep *Endpoint) shutdownStreams() {
 
 // abort ends a stream the client gave up on (or lost): nothing more goes
 // out, and the handler's context ends with err (on the loop).
-// The context ends first, so that a handler whose Send or Recv fails
-// sees it done.
+// The stream ends before its context, so that a handler woken by the
+// context finds Send and Recv failing; they wait for the context's end
+// before they fail (endLocked), so that a handler they fail finds it
+// done.
 func (st *serverStream) abort(err *Error) {
-	st.cancel(err)
 	st.mu.Lock()
 	st.finished = true
 	st.out, st.outOff = st.out[:0], 0
 	st.ss = nil
 	st.endLocked(err)
 	st.mu.Unlock()
+	st.cancel(err)
 }
 
 // errRefused counts a frame the server refuses.

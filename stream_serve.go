@@ -224,7 +224,6 @@ func (st *serverStream) clientCanceled(code Code) {
 func (st *serverStream) violation(cause error) {
 	e := &Error{Code: Internal, Msg: "stream protocol violation by the client: " + cause.Error()}
 	code, payload := streamStatus(e)
-	st.cancel(e) // first: a handler whose Send or Recv fails sees its context done
 	st.mu.Lock()
 	kick := false
 	if !st.finished {
@@ -233,6 +232,7 @@ func (st *serverStream) violation(cause error) {
 	}
 	st.endLocked(e)
 	st.mu.Unlock()
+	st.cancel(e)
 	if kick {
 		st.onKick() // on the loop already
 	}

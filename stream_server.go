@@ -74,6 +74,7 @@ func (st *serverStream) Send(msg []byte) error {
 	st.sendWait = false
 	if err := st.over; err != nil {
 		st.mu.Unlock()
+		<-st.ctx.Done() // its ender cancels it next (endLocked)
 		return err
 	}
 	st.headerLocked()
@@ -100,6 +101,7 @@ func (st *serverStream) Recv() ([]byte, error) {
 		case st.over != nil:
 			err := st.over
 			st.mu.Unlock()
+			<-st.ctx.Done() // its ender cancels it next (endLocked)
 			return nil, err
 		}
 		st.recvWait = true
@@ -116,6 +118,9 @@ func (st *serverStream) SetHeader(md Metadata) error {
 	if st.headerOut {
 		return &Error{Code: FailedPrecondition, Msg: "SetHeader after the header was sent"}
 	}
+	if err := st.headerFits(md); err != nil {
+		return err
+	}
 	st.header = mergeMetadata(st.header, md)
 	return nil
 }
@@ -125,6 +130,10 @@ func (st *serverStream) SendHeader(md Metadata) error {
 	if st.headerOut || st.finished {
 		st.mu.Unlock()
 		return &Error{Code: FailedPrecondition, Msg: "SendHeader after the header was sent"}
+	}
+	if err := st.headerFits(md); err != nil {
+		st.mu.Unlock()
+		return err
 	}
 	st.header = mergeMetadata(st.header, md)
 	st.headerLocked()
@@ -185,6 +194,9 @@ func (st *serverStream) post(kick bool) {
 }
 
 // endLocked ends the stream for the handler with err and wakes it.
+// Whoever ends a stream cancels its context right after (Send
+// and Recv wait for that before they fail, so that a handler they fail
+// finds its context done, whatever ended the stream).
 func (st *serverStream) endLocked(err error) {
 	if st.over == nil {
 		st.over = err
@@ -241,7 +253,8 @@ func (st *serverStream) finish(err error) {
 
 func (st *serverStream) finishLocked(code Code, payload []byte) {
 	st.headerLocked()
-	st.out = stream.AppendEnd(st.out, st.id, st.send.Close(), uint8(code), payload, metadataBlock(st.trailer))
+	code, payload, trailer := st.endFitting(code, payload, metadataBlock(st.trailer))
+	st.out = stream.AppendEnd(st.out, st.id, st.send.Close(), uint8(code), payload, trailer)
 	st.finished = true
 }
 

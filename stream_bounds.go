@@ -1,0 +1,46 @@
+package erpc
+
+import "fmt"
+
+// A server stream's Header and End frames travel in batches no larger
+// than the session's message limit, as its messages do (st.maxMsg: the
+// smaller end's WithMaxMessageSize, less 64 bytes): a frame beyond it
+// would fail the whole batch, and with it every stream whose frames it
+// carries. SetHeader and SendHeader refuse a header that would not fit;
+// trailers that would not fit (SetTrailer returns no error) turn the
+// stream's end into Internal, naming their size; and a status message
+// too long for the rest is cut.
+
+// headerFits returns an error if the header merged with md would not fit
+// the session's limit (under st.mu).
+func (st *serverStream) headerFits(md Metadata) error {
+	n := len(metadataBlock(mergeMetadata(st.header.Clone(), md)))
+	if n > st.maxMsg {
+		return &Error{Code: InvalidArgument, Msg: fmt.Sprintf("stream %q: a header of %d bytes is larger than the session's limit of %d (WithMaxMessageSize, the smaller of the two ends', less a frame's header)",
+			st.hd.name, n, st.maxMsg)}
+	}
+	return nil
+}
+
+// endFitting is the End frame's status (code, payload) and trailer block
+// cut to the session's limit.
+func (st *serverStream) endFitting(code Code, payload, trailer []byte) (Code, []byte, []byte) {
+	if len(payload)+len(trailer) <= st.maxMsg {
+		return code, payload, trailer
+	}
+	if len(trailer) > st.maxMsg/2 {
+		code, trailer = Internal, nil
+		payload = []byte(fmt.Sprintf("stream %q: the handler's trailers of %d bytes are larger than the session's limit of %d (WithMaxMessageSize, the smaller of the two ends')",
+			st.hd.name, len(trailer), st.maxMsg))
+	}
+	if room := st.maxMsg - len(trailer); len(payload) > room {
+		msg, _ := decodeErrorPayload(payload) // the details go: the message says why
+		cut := fmt.Sprintf(" [cut from %d bytes to the session's limit]", len(msg))
+		msg = msg[:max(0, min(len(msg), room-len(cut)))] + cut
+		payload = encodeErrorPayload(&Error{Msg: msg})
+		if len(payload) > room {
+			payload = payload[:max(0, room)]
+		}
+	}
+	return code, payload, trailer
+}
