@@ -378,16 +378,22 @@ func (ep *Endpoint) sendAnswer(now proto.Time, r *request) {
 	}
 	r.outSent = gave && err == nil // the engine keeps it now
 	ep.loop.respHint[r.handler.idx] = hint
-	sh := ep.opts.stats
-	var st servedEnd
-	if sh != nil {
-		st = servedEndOf(r, len(resp))
+	if sh := ep.opts.stats; sh != nil {
+		ep.endAnswered(sh, r, len(resp))
+		return
 	}
 	r.end(context.Canceled)
 	r.release(true)
-	if sh != nil { // the last step: see endServed
-		ep.endServed(sh, st.ctx, st.info, st.end)
-	}
+}
+
+// endAnswered ends answered request r and tells sh, as the last step (see
+// endServed): a function of its own, so that an endpoint without a
+// StatsHandler builds no servedEnd per answer.
+func (ep *Endpoint) endAnswered(sh StatsHandler, r *request, respBytes int) {
+	st := servedEndOf(r, respBytes)
+	r.end(context.Canceled)
+	r.release(true)
+	ep.endServed(sh, st.ctx, st.info, st.end)
 }
 
 // servedEnd is what the StatsHandler's CallEnd is told of a served call,
