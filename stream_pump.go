@@ -273,6 +273,9 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 			st.header, _, _ = parseRequestMetadata(f.Meta)
 			st.gotHeader = true
 			close(st.headerDone)
+			if st.recvWait { // messages may have come first, in another answer: Recv waits for the header to give them
+				wake(st.recvWake)
+			}
 		}
 	case stream.KindData:
 		if err = st.recv.Accept(f.Seq, f.Data); err == nil && st.recvWait {
