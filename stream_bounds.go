@@ -1,6 +1,9 @@
 package erpc
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // A server stream's Header and End frames travel in batches no larger
 // than the session's message limit, as its messages do (st.maxMsg: the
@@ -36,11 +39,24 @@ func (st *serverStream) endFitting(code Code, payload, trailer []byte) (Code, []
 	if room := st.maxMsg - len(trailer); len(payload) > room {
 		msg, _ := decodeErrorPayload(payload) // the details go: the message says why
 		cut := fmt.Sprintf(" [cut from %d bytes to the session's limit]", len(msg))
-		msg = msg[:max(0, min(len(msg), room-len(cut)))] + cut
+		msg = cutRunes(msg, room-len(cut)) + cut
 		payload = encodeErrorPayload(&Error{Msg: msg})
 		if len(payload) > room {
 			payload = payload[:max(0, room)]
 		}
 	}
 	return code, payload, trailer
+}
+
+// cutRunes is the longest prefix of s of at most n bytes that splits no
+// character.
+func cutRunes(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	n = max(n, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
