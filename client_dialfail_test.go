@@ -18,7 +18,10 @@ import (
 // Unavailable, and every failure says why (an outside tester's findings).
 
 // callClient makes one call on c, bounded well past the failure timeout,
-// and says how long it took.
+// and says how long it took. The tests tell "at once" from "after the
+// failure timeout" by the code (that one is Unavailable) and from "at
+// the call's deadline" by waitedOut: never by a tight time, which a
+// loaded host stretches (a TLS handshake under -race took 1.5 s).
 func callClient(c *erpc.Client) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -26,6 +29,9 @@ func callClient(c *erpc.Client) (time.Duration, error) {
 	_, err := c.Call(ctx, "Echo", []byte("x"), nil)
 	return time.Since(t0), err
 }
+
+// waitedOut: a call took most of callClient's deadline.
+func waitedOut(took time.Duration) bool { return took > 4*time.Second }
 
 // TestClientMalformedTargetRefusedAtNewClient: a plain target that
 // erpc.Dial refuses as malformed (InvalidArgument) is refused by
@@ -86,7 +92,7 @@ func TestClientPlaintextPolicyFailsAtOnce(t *testing.T) {
 	}
 	defer c.Close()
 	took, err := callClient(c)
-	if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(err.Error(), "erpc.Insecure()") || took > time.Second {
+	if erpc.CodeOf(err) != erpc.InvalidArgument || !strings.Contains(err.Error(), "erpc.Insecure()") || waitedOut(took) {
 		t.Errorf("a call of a Client over a name of another host's address, after %v: %v, want at once the plaintext policy's InvalidArgument",
 			took.Round(time.Millisecond), err)
 	}
@@ -110,7 +116,7 @@ func TestClientUntrustedServerIsUnauthenticated(t *testing.T) {
 		}
 		took, err := callClient(c)
 		c.Close()
-		if erpc.CodeOf(err) != erpc.Unauthenticated || !strings.Contains(err.Error(), "certificate") || took > time.Second {
+		if erpc.CodeOf(err) != erpc.Unauthenticated || !strings.Contains(err.Error(), "certificate") || waitedOut(took) {
 			t.Errorf("NewClient(%q) to an untrusted server: a call after %v: %v (code %v), want at once Unauthenticated naming the certificate",
 				target, took.Round(time.Millisecond), err, erpc.CodeOf(err))
 		}
