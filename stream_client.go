@@ -219,7 +219,7 @@ func (st *clientStream) Recv() ([]byte, error) {
 			}
 		}
 		switch {
-		case st.gotEnd && st.recv.Done():
+		case st.gotHeader && st.gotEnd && st.recv.Done(): // the header first, always (it may come after the End)
 			err := st.status
 			st.mu.Unlock()
 			st.stopCtx()
@@ -270,7 +270,7 @@ func (st *clientStream) post(kick bool) {
 // endLocked ends the stream here with err: Send and Recv fail with it
 // (Recv once it has given what arrived before).
 func (st *clientStream) endLocked(err error) {
-	if st.over != nil || (st.gotEnd && st.recv.Done()) {
+	if st.over != nil || (st.gotHeader && st.gotEnd && st.recv.Done()) {
 		return
 	}
 	st.over = err
@@ -295,7 +295,7 @@ func (st *clientStream) onContextDone() {
 // the stream is over already.
 func (st *clientStream) cancelWith(err *Error, code Code) {
 	st.mu.Lock()
-	if st.over != nil || st.gotEnd {
+	if st.over != nil || (st.gotEnd && st.gotHeader) { // an End without its Header yet waits for it: a cancel ends that wait
 		st.mu.Unlock()
 		return
 	}

@@ -290,10 +290,9 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		}
 	case stream.KindEnd:
 		if err = st.recv.End(f.Seq); err == nil {
-			if !st.gotHeader && st.over == nil { // a server always sends one first; one that did not has none
-				st.gotHeader = true // (over closed headerDone already)
-				close(st.headerDone)
-			}
+			// The Header may still be on its way, in another answer: a
+			// server always sends it before the End, and the stream
+			// stays until it has come.
 			st.trailer, _, _ = parseRequestMetadata(f.Meta)
 			st.status = st.endStatus(Code(f.Code), f.Data)
 			st.gotEnd = true
@@ -307,7 +306,7 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		st.endLocked(streamError(st.method, st.sess.target, &Error{Code: Internal, Msg: "stream protocol violation by the server: " + err.Error()}))
 		return true
 	}
-	return st.over != nil || (st.gotEnd && st.recv.Received())
+	return st.over != nil || (st.gotHeader && st.gotEnd && st.recv.Received())
 }
 
 // endStatus is Recv's error for an End with code and status payload.
