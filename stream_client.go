@@ -97,6 +97,7 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 	}
 	c.state.Store(callTaken)
 	c.cont = func(resp []byte, err error) { opened <- st.onOpened(resp, err) }
+	_ = ep.Post(st.onOpening) // before the call, in the loop's order: a closed endpoint fails the call too
 	ep.post(command{kind: cmdCall, call: c})
 	select {
 	case err := <-opened:
@@ -115,11 +116,25 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 	return st, nil
 }
 
+// onOpening makes the stream known to its session (on the loop) while
+// its opening is out: the handler's first frames may come before the
+// opening's answer (see deliver).
+func (st *clientStream) onOpening() {
+	cs := st.sess.ep.streams.client(st.sess)
+	cs.opening[st.id] = st
+}
+
 // onOpened settles the opening (on the loop): the stream joins its
 // session's streams, and the parked request is made if it was not.
 func (st *clientStream) onOpened(resp []byte, err error) error {
 	s := st.sess
 	if err != nil {
+		// On the loop, unless the endpoint closed (then it is gone).
+		_ = s.ep.Post(func() {
+			if cs := s.ep.streams.cli[s]; cs != nil {
+				delete(cs.opening, st.id)
+			}
+		})
 		e, _ := err.(*Error)
 		if e == nil {
 			e = &Error{Code: CodeOf(err), Msg: err.Error(), Cause: err}
@@ -143,7 +158,14 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 	}
 	st.cs, st.sid = cs, s.sid                                     // the session that answered is the current one: its end comes after this
 	st.maxMsg = min(st.maxMsg, sessionStreamMessage(s.ep, s.sid)) // before NewStream returns: Send sees it
+	delete(cs.opening, st.id)
 	cs.add(st)
+	st.mu.Lock()
+	over := st.settledLocked() // its frames came first, all of them
+	st.mu.Unlock()
+	if over {
+		cs.drop(st.id)
+	}
 	if h.cliSid == nil {
 		h.cliSid = map[proto.SessionID]*cliSession{}
 	}

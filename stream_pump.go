@@ -17,6 +17,7 @@ import (
 type cliSession struct {
 	s       *Session
 	streams map[uint64]*clientStream
+	opening map[uint64]*clientStream // streams whose opening is out: their first frames may come before its answer
 	outq    []*clientStream
 	slots   streamSlots
 	parked  int // parked exchanges out
@@ -84,7 +85,8 @@ func (h *streamHub) client(s *Session) *cliSession {
 		if h.cli == nil {
 			h.cli = map[*Session]*cliSession{}
 		}
-		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}, slots: slotsFor(sessionWindow(s.ep))}
+		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}, opening: map[uint64]*clientStream{},
+			slots: slotsFor(sessionWindow(s.ep))}
 		h.cli[s] = cs
 	}
 	return cs
@@ -249,8 +251,14 @@ func (cs *cliSession) deliver(batch []byte) {
 	var f stream.Frame
 	for rd.Next(&f) {
 		st := cs.streams[f.Stream]
-		if st == nil { // canceled here meanwhile
-			continue
+		if st == nil {
+			// A handler may send at once, in the answer to an exchange
+			// parked for the session's other streams, which can come
+			// before the answer to the stream's opening: the stream
+			// takes them now (onOpened drops it if they were all).
+			if st = cs.opening[f.Stream]; st == nil { // canceled here meanwhile
+				continue
+			}
 		}
 		if st.onFrame(&f) {
 			cs.drop(st.id)
@@ -306,6 +314,12 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		st.endLocked(streamError(st.method, st.sess.target, &Error{Code: Internal, Msg: "stream protocol violation by the server: " + err.Error()}))
 		return true
 	}
+	return st.settledLocked()
+}
+
+// settledLocked reports whether the stream needs no more frames: it
+// ended here, or its Header, its End and every message came.
+func (st *clientStream) settledLocked() bool {
 	return st.over != nil || (st.gotHeader && st.gotEnd && st.recv.Received())
 }
 
