@@ -120,8 +120,11 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 // its opening is out: the handler's first frames may come before the
 // opening's answer (see deliver).
 func (st *clientStream) onOpening() {
-	cs := st.sess.ep.streams.client(st.sess)
-	cs.opening[st.id] = st
+	h := &st.sess.ep.streams
+	if h.opening == nil {
+		h.opening = map[uint64]*clientStream{}
+	}
+	h.opening[st.id] = st
 }
 
 // onOpened settles the opening (on the loop): the stream joins its
@@ -130,11 +133,7 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 	s := st.sess
 	if err != nil {
 		// On the loop, unless the endpoint closed (then it is gone).
-		_ = s.ep.Post(func() {
-			if cs := s.ep.streams.cli[s]; cs != nil {
-				delete(cs.opening, st.id)
-			}
-		})
+		_ = s.ep.Post(func() { delete(s.ep.streams.opening, st.id) })
 		e, _ := err.(*Error)
 		if e == nil {
 			e = &Error{Code: CodeOf(err), Msg: err.Error(), Cause: err}
@@ -158,7 +157,7 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 	}
 	st.cs, st.sid = cs, s.sid                                     // the session that answered is the current one: its end comes after this
 	st.maxMsg = min(st.maxMsg, sessionStreamMessage(s.ep, s.sid)) // before NewStream returns: Send sees it
-	delete(cs.opening, st.id)
+	delete(h.opening, st.id)
 	cs.add(st)
 	st.mu.Lock()
 	over := st.settledLocked() // its frames came first, all of them

@@ -17,7 +17,6 @@ import (
 type cliSession struct {
 	s       *Session
 	streams map[uint64]*clientStream
-	opening map[uint64]*clientStream // streams whose opening is out: their first frames may come before its answer
 	outq    []*clientStream
 	slots   streamSlots
 	parked  int // parked exchanges out
@@ -85,8 +84,7 @@ func (h *streamHub) client(s *Session) *cliSession {
 		if h.cli == nil {
 			h.cli = map[*Session]*cliSession{}
 		}
-		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}, opening: map[uint64]*clientStream{},
-			slots: slotsFor(sessionWindow(s.ep))}
+		cs = &cliSession{s: s, streams: map[uint64]*clientStream{}, slots: slotsFor(sessionWindow(s.ep))}
 		h.cli[s] = cs
 	}
 	return cs
@@ -256,7 +254,7 @@ func (cs *cliSession) deliver(batch []byte) {
 			// parked for the session's other streams, which can come
 			// before the answer to the stream's opening: the stream
 			// takes them now (onOpened drops it if they were all).
-			if st = cs.opening[f.Stream]; st == nil { // canceled here meanwhile
+			if st = cs.opening(f.Stream); st == nil { // canceled here meanwhile
 				continue
 			}
 		}
@@ -267,6 +265,14 @@ func (cs *cliSession) deliver(batch []byte) {
 	if rd.Err() != nil {
 		cs.failAll(&Error{Code: Internal, Msg: "malformed stream frames from the server"})
 	}
+}
+
+// opening is the session's stream id whose opening is out, if any.
+func (cs *cliSession) opening(id uint64) *clientStream {
+	if st := cs.s.ep.streams.opening[id]; st != nil && st.sess == cs.s {
+		return st
+	}
+	return nil
 }
 
 // onFrame applies a server's frame; true once the stream needs no more
