@@ -345,13 +345,29 @@ func (st *clientStream) endStatus(code Code, payload []byte) error {
 	return e
 }
 
-// failAll ends every stream of the session with e.
+// failAll ends every stream of the session with e. The session may live
+// on (a server that refused an exchange again and again, say), so each
+// stream whose handler had not ended it yet sends a Cancel: its handler's
+// context ends now rather than at the session's end, and the server no
+// longer holds exchanges parked for it (the Cancel drops the stream here
+// once it goes, see takeTurn).
 func (cs *cliSession) failAll(e *Error) {
 	for id, st := range cs.streams {
 		st.mu.Lock()
+		tell := st.over == nil && !st.gotEnd
 		st.endLocked(streamError(st.method, cs.s.target, e))
+		if tell {
+			st.cancelOut = Canceled
+			st.out, st.outOff = st.out[:0], 0
+			if !st.queued { // else it is queued, or its kick on the way
+				st.queued = true
+				cs.outq = append(cs.outq, st)
+			}
+		}
 		st.mu.Unlock()
-		cs.drop(id)
+		if !tell {
+			cs.drop(id)
+		}
 	}
 }
 
