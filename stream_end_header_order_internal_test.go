@@ -109,3 +109,38 @@ func batchKinds(t *testing.T, batches [][]byte) [][]uint8 {
 	}
 	return k
 }
+
+// TestStreamEndWithoutHeaderCanceled: a stream whose End came but not
+// yet its Header waits for the Header (TestStreamEndBeforeHeader); a
+// cancel meanwhile ends that wait: Header() and Recv return at once with
+// the cancel's error.
+func TestStreamEndWithoutHeaderCanceled(t *testing.T) {
+	cs := &cliSession{s: &Session{}, streams: map[uint64]*clientStream{}}
+	st := &clientStream{id: 1, cs: cs, sess: cs.s, stopCtx: func() bool { return true },
+		recv:       stream.NewReceiver(16, 1<<20, 1<<10),
+		headerDone: make(chan struct{}), sendWake: make(chan struct{}, 1), recvWake: make(chan struct{}, 1)}
+	cs.add(st)
+	cs.deliver(stream.AppendEnd(nil, 1, 0, 0, nil, nil))
+	if cs.streams[1] == nil {
+		t.Fatal("the stream was dropped before its Header came")
+	}
+	got := make(chan error, 2)
+	go func() {
+		_, err := st.Header()
+		got <- err
+		_, err = st.Recv()
+		got <- err
+	}()
+	waitRecvWaiting(st, true)
+	st.cancelWith(&Error{Code: Canceled, Msg: "canceled"}, Canceled)
+	for _, what := range []string{"Header()", "Recv"} {
+		select {
+		case err := <-got:
+			if CodeOf(err) != Canceled {
+				t.Fatalf("%s = %v, want Canceled", what, err)
+			}
+		case <-time.After(10 * time.Second): // a hang, not a measure
+			t.Fatalf("%s still waits after the cancel", what)
+		}
+	}
+}
