@@ -116,9 +116,9 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 	return st, nil
 }
 
-// onOpening makes the stream known to its session (on the loop) while
-// its opening is out: the handler's first frames may come before the
-// opening's answer (see deliver).
+// onOpening makes the stream known to the endpoint's stream hub (on the
+// loop) while its opening is out: the handler's first frames may come
+// before the opening's answer (see deliver).
 func (st *clientStream) onOpening() {
 	h := &st.sess.ep.streams
 	if h.opening == nil {

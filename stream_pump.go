@@ -267,7 +267,7 @@ func (cs *cliSession) deliver(batch []byte) {
 	}
 }
 
-// opening is the session's stream id whose opening is out, if any.
+// opening is the session's stream of ID id whose opening is out, if any.
 func (cs *cliSession) opening(id uint64) *clientStream {
 	if st := cs.s.ep.streams.opening[id]; st != nil && st.sess == cs.s {
 		return st
@@ -276,7 +276,7 @@ func (cs *cliSession) opening(id uint64) *clientStream {
 }
 
 // onFrame applies a server's frame; true once the stream needs no more
-// (its End and every message came, or it failed).
+// (its Header, its End and every message came, or it failed).
 func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
