@@ -86,7 +86,10 @@ import (
 // sent), the client by canceling the context NewStream was given (the
 // handler's context ends within about half a round trip, and its Send
 // and Recv fail). A deadline on that context travels with the opening
-// and ends both sides. CloseSend half-closes: the handler's Recv returns
+// and ends both sides. A stream that fails on the client while its
+// session lives on (a full server refusing its exchanges until the
+// client gives up with ResourceExhausted, say) is canceled on the
+// server as the client's cancel is. CloseSend half-closes: the handler's Recv returns
 // io.EOF once it has read everything. The session's end (Close, failure,
 // either endpoint's Close) and the server's Shutdown end every stream on
 // it, both sides, with an Unavailable error saying which (the handler's:

@@ -97,6 +97,7 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 	}
 	c.state.Store(callTaken)
 	c.cont = func(resp []byte, err error) { opened <- st.onOpened(resp, err) }
+	_ = ep.Post(st.onOpening) // before the call, in the loop's order: a closed endpoint fails the call too
 	ep.post(command{kind: cmdCall, call: c})
 	select {
 	case err := <-opened:
@@ -115,11 +116,24 @@ func (s *Session) openStream(ctx context.Context, method string, cfg streamConfi
 	return st, nil
 }
 
+// onOpening makes the stream known to the endpoint's stream hub (on the
+// loop) while its opening is out: the handler's first frames may come
+// before the opening's answer (see deliver).
+func (st *clientStream) onOpening() {
+	h := &st.sess.ep.streams
+	if h.opening == nil {
+		h.opening = map[uint64]*clientStream{}
+	}
+	h.opening[st.id] = st
+}
+
 // onOpened settles the opening (on the loop): the stream joins its
 // session's streams, and the parked request is made if it was not.
 func (st *clientStream) onOpened(resp []byte, err error) error {
 	s := st.sess
 	if err != nil {
+		// On the loop, unless the endpoint closed (then it is gone).
+		_ = s.ep.Post(func() { delete(s.ep.streams.opening, st.id) })
 		e, _ := err.(*Error)
 		if e == nil {
 			e = &Error{Code: CodeOf(err), Msg: err.Error(), Cause: err}
@@ -143,7 +157,14 @@ func (st *clientStream) onOpened(resp []byte, err error) error {
 	}
 	st.cs, st.sid = cs, s.sid                                     // the session that answered is the current one: its end comes after this
 	st.maxMsg = min(st.maxMsg, sessionStreamMessage(s.ep, s.sid)) // before NewStream returns: Send sees it
+	delete(h.opening, st.id)
 	cs.add(st)
+	st.mu.Lock()
+	over := st.settledLocked() // its frames came first, all of them
+	st.mu.Unlock()
+	if over {
+		cs.drop(st.id)
+	}
 	if h.cliSid == nil {
 		h.cliSid = map[proto.SessionID]*cliSession{}
 	}
@@ -219,7 +240,7 @@ func (st *clientStream) Recv() ([]byte, error) {
 			}
 		}
 		switch {
-		case st.gotEnd && st.recv.Done():
+		case st.gotHeader && st.gotEnd && st.recv.Done(): // the header first, always (it may come after the End)
 			err := st.status
 			st.mu.Unlock()
 			st.stopCtx()
@@ -270,7 +291,7 @@ func (st *clientStream) post(kick bool) {
 // endLocked ends the stream here with err: Send and Recv fail with it
 // (Recv once it has given what arrived before).
 func (st *clientStream) endLocked(err error) {
-	if st.over != nil || (st.gotEnd && st.recv.Done()) {
+	if st.over != nil || (st.gotHeader && st.gotEnd && st.recv.Done()) {
 		return
 	}
 	st.over = err
@@ -295,7 +316,7 @@ func (st *clientStream) onContextDone() {
 // the stream is over already.
 func (st *clientStream) cancelWith(err *Error, code Code) {
 	st.mu.Lock()
-	if st.over != nil || st.gotEnd {
+	if st.over != nil || (st.gotEnd && st.gotHeader) { // an End without its Header yet waits for it: a cancel ends that wait
 		st.mu.Unlock()
 		return
 	}

@@ -17,8 +17,11 @@ type streamHub struct {
 	srv    map[proto.SessionID]*srvSession
 	cli    map[*Session]*cliSession
 	cliSid map[proto.SessionID]*cliSession // by the engine sessions its streams were opened on
-	count  streamCounters
-	nextID atomic.Uint64
+	// opening is the client streams whose opening is out, by ID: the
+	// handler's first frames may come before the opening's answer.
+	opening map[uint64]*clientStream
+	count   streamCounters
+	nextID  atomic.Uint64
 }
 
 // srvSession is one client session's streams on the server (the loop's).

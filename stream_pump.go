@@ -249,8 +249,14 @@ func (cs *cliSession) deliver(batch []byte) {
 	var f stream.Frame
 	for rd.Next(&f) {
 		st := cs.streams[f.Stream]
-		if st == nil { // canceled here meanwhile
-			continue
+		if st == nil {
+			// A handler may send at once, in the answer to an exchange
+			// parked for the session's other streams, which can come
+			// before the answer to the stream's opening: the stream
+			// takes them now (onOpened drops it if they were all).
+			if st = cs.opening(f.Stream); st == nil { // canceled here meanwhile
+				continue
+			}
 		}
 		if st.onFrame(&f) {
 			cs.drop(st.id)
@@ -261,8 +267,16 @@ func (cs *cliSession) deliver(batch []byte) {
 	}
 }
 
+// opening is the session's stream of ID id whose opening is out, if any.
+func (cs *cliSession) opening(id uint64) *clientStream {
+	if st := cs.s.ep.streams.opening[id]; st != nil && st.sess == cs.s {
+		return st
+	}
+	return nil
+}
+
 // onFrame applies a server's frame; true once the stream needs no more
-// (its End and every message came, or it failed).
+// (its Header, its End and every message came, or it failed).
 func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -290,10 +304,9 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		}
 	case stream.KindEnd:
 		if err = st.recv.End(f.Seq); err == nil {
-			if !st.gotHeader && st.over == nil { // a server always sends one first; one that did not has none
-				st.gotHeader = true // (over closed headerDone already)
-				close(st.headerDone)
-			}
+			// The Header may still be on its way, in another answer: a
+			// server always sends it before the End, and the stream
+			// stays until it has come.
 			st.trailer, _, _ = parseRequestMetadata(f.Meta)
 			st.status = st.endStatus(Code(f.Code), f.Data)
 			st.gotEnd = true
@@ -307,7 +320,13 @@ func (st *clientStream) onFrame(f *stream.Frame) (over bool) {
 		st.endLocked(streamError(st.method, st.sess.target, &Error{Code: Internal, Msg: "stream protocol violation by the server: " + err.Error()}))
 		return true
 	}
-	return st.over != nil || (st.gotEnd && st.recv.Received())
+	return st.settledLocked()
+}
+
+// settledLocked reports whether the stream needs no more frames: it
+// ended here, or its Header, its End and every message came.
+func (st *clientStream) settledLocked() bool {
+	return st.over != nil || (st.gotHeader && st.gotEnd && st.recv.Received())
 }
 
 // endStatus is Recv's error for an End with code and status payload.
@@ -326,13 +345,29 @@ func (st *clientStream) endStatus(code Code, payload []byte) error {
 	return e
 }
 
-// failAll ends every stream of the session with e.
+// failAll ends every stream of the session with e. The session may live
+// on (a server that refused an exchange again and again, say), so each
+// stream whose handler had not ended it yet sends a Cancel: its handler's
+// context ends now rather than at the session's end, and the server no
+// longer holds exchanges parked for it (the Cancel drops the stream here
+// once it goes, see takeTurn).
 func (cs *cliSession) failAll(e *Error) {
 	for id, st := range cs.streams {
 		st.mu.Lock()
+		tell := st.over == nil && !st.gotEnd
 		st.endLocked(streamError(st.method, cs.s.target, e))
+		if tell {
+			st.cancelOut = Canceled
+			st.out, st.outOff = st.out[:0], 0
+			if !st.queued { // else it is queued, or its kick on the way
+				st.queued = true
+				cs.outq = append(cs.outq, st)
+			}
+		}
 		st.mu.Unlock()
-		cs.drop(id)
+		if !tell {
+			cs.drop(id)
+		}
 	}
 }
 

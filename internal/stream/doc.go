@@ -33,6 +33,11 @@
 //	                                       the handler returned: final = its message count,
 //	                                       code and status as erpc's error answer, trailers
 //
+// A server sends a stream's Header exactly once, before its first Data
+// and its End; frames carry no order between batches, so a client may
+// get them in any order, and waits for the Header before it hands out a
+// message or the End.
+//
 // The parser treats every input as hostile: it returns an error for
 // anything malformed and never panics (FuzzReader).
 package stream
