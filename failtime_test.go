@@ -18,7 +18,7 @@ import (
 func TestSilentServerFailsWithinFailureTimeout(t *testing.T) {
 	checkLeaks(t)
 	const failure = 400 * time.Millisecond // long enough that a loaded host's delays stay well inside the bound
-	const bound = failure * 3 / 2 // correctness bound: one timeout, not two
+	const bound = failure * 3 / 2          // correctness bound: one timeout, not two
 	n := newMemNet()
 	srv := newRestartable(t, n, serverWith(t, "Echo", echoHandler))
 	cli := n.Listen(t, nil, erpc.WithFailureTimeout(failure))
