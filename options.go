@@ -168,7 +168,11 @@ func WithKeepalive(interval, idle time.Duration) Option {
 
 // WithMaxHeldRequests bounds the requests a server holds at once across
 // all sessions, being received or handled (default 4096). Beyond it new
-// requests are refused at once with ResourceExhausted.
+// requests are refused at once with ResourceExhausted. The exchanges a
+// client with streams open parks at the server (two a session, answered
+// when a stream has output: Stats.ParkedRequests) wait for an event, not
+// for work, and do not count: idle streams never make a server refuse
+// calls. Their bytes count in WithMaxHeldBytes.
 func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxHeldRequests = n } }
 
 // WithMaxHeldBytes bounds the memory a server holds for its clients: the

@@ -12,6 +12,7 @@ type Stats struct {
 	BusySlots      int // client request slots sending, receiving or canceling
 	CreditsInUse   int // client packet credits held by packets in flight
 	HeldRequests   int // requests being received, handled or abandoned by their caller
+	ParkedRequests int // of those, streams' exchanges parked until a stream has output: not counted against WithMaxHeldRequests
 	HeldBytes      int // memory held for clients: those requests and saved responses, by capacity
 	SavedBytes     int // the part of HeldBytes in responses kept until their client has them
 	PooledBytes    int // free buffers kept for reuse

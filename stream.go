@@ -79,7 +79,11 @@ import (
 // the sessions (at most 65,536). WithMaxHeldBytes and Stats.HeldBytes
 // count erpc's requests and responses, the batches streams travel in
 // included, but not the streams' own buffers: size the windows for the
-// number of streams a server must hold.
+// number of streams a server must hold. The exchanges a client parks
+// (two a session with streams) count in Stats.HeldRequests and
+// Stats.ParkedRequests but not against WithMaxHeldRequests, which bounds
+// work: idle streams never make a server refuse calls. They are released
+// when their session ends, however it ends.
 //
 // Either side ends a stream: the handler by returning (its error, or
 // nil, and its trailers reach the client's Recv after the messages it

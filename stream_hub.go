@@ -68,6 +68,9 @@ func (ep *Endpoint) streamsSessionDown(sid proto.SessionID, server bool, cause e
 	}
 	delete(h.srv, sid)
 	ss.gone = true
+	for len(ss.parked) > 0 { // answered to nobody: the engine releases them (else held for good)
+		_ = ss.unpark().Respond(nil)
+	}
 	msg := "the client's session ended"
 	if ep.state.Load() == stateClosed {
 		msg = "this endpoint closed"

@@ -169,6 +169,7 @@ func serveStreamExchange(q Request) {
 			_ = ss.unpark().Respond(nil)
 		}
 		ss.parked = append(ss.parked, q)
+		_ = ep.eng.Park(r.h) // waiting for output, not work: off WithMaxHeldRequests (it is live: its handler runs)
 	}
 }
 

@@ -107,6 +107,9 @@
 //     from one shared pool, and refuses a request that does not fit with a
 //     NACK at once; the client's call fails with ErrOverloaded instead of
 //     waiting in a deep queue. The application can refuse too (Reject).
+//     A request the driver parks (Park: it waits for an event, as a
+//     stream's exchange waits for output) is not work and does not count
+//     against MaxHeldRequests; its bytes still do.
 //     The responses slots keep for at-most-once count toward the same
 //     bound, by the capacity of their buffers. Receive memory follows
 //     load, not sessions: an idle server session costs about a kilobyte

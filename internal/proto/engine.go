@@ -72,6 +72,7 @@ type Engine struct {
 	reqPool        []*Request
 	bufs           bufPool
 	heldReqs       int
+	parkedReqs     int // the part of heldReqs parked (Park): not counted against MaxHeldRequests
 	heldBytes      int // capacity of request buffers and saved responses
 	savedBytes     int // the part held by saved responses
 	serverSessions int

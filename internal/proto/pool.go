@@ -42,7 +42,28 @@ func classCap(n int) int {
 // requests and their bytes are bounded engine-wide, so a full server refuses
 // at once (NACK) instead of queueing work that would miss its deadline.
 func (e *Engine) admit(size int) bool {
-	return e.heldReqs < e.cfg.MaxHeldRequests && e.heldBytes+classCap(size) <= e.cfg.MaxHeldBytes
+	return e.heldReqs-e.parkedReqs < e.cfg.MaxHeldRequests && e.heldBytes+classCap(size) <= e.cfg.MaxHeldBytes
+}
+
+// Park marks request h, being handled, as waiting for an event rather
+// than for work (a stream's exchange the server answers when one of the
+// session's streams has output): it no longer counts against
+// MaxHeldRequests, which bounds the work a server queues, so that idle
+// streams cannot make a server refuse calls. Its bytes still count
+// (MaxHeldBytes), and it stays among Stats.HeldRequests (and
+// Stats.ParkedRequests). The driver bounds how many it parks (erpc: two
+// a session), and answers each, as any request, once its session ends
+// (EventRequestCanceled), which releases it.
+func (e *Engine) Park(h ReqHandle) error {
+	r := h.live()
+	if r == nil || r.state != reqHandling {
+		return ErrStaleRequest
+	}
+	if !r.parked {
+		r.parked = true
+		e.parkedReqs++
+	}
+	return nil
 }
 
 // newRequest takes a request from the pool for the request h starts.
@@ -78,6 +99,10 @@ func (e *Engine) newRequest(s *session, h *wire.Header) *Request {
 func (e *Engine) releaseRequest(r *Request) {
 	e.forgive(r)
 	e.heldReqs--
+	if r.parked {
+		r.parked = false
+		e.parkedReqs--
+	}
 	if r.data != nil {
 		e.heldBytes -= cap(r.data)
 		e.bufs.put(r.data)

@@ -102,6 +102,7 @@ type Request struct {
 	meta     bool // the message starts with a metadata block (wire.FlagMetadata)
 	outIdx   int  // reserved place of the owed reply in the output queue
 	tag      any  // the driver's own record of this request
+	parked   bool // it waits for an event, not for work (Park)
 }
 
 // ReqHandle refers to a delivered request. It is a value with a generation,

@@ -11,6 +11,7 @@ type Stats struct {
 	BusySlots      int // client slots sending, receiving or canceling
 	CreditsInUse   int // client credits held by packets in flight
 	HeldRequests   int // server requests reassembling, handling or orphaned
+	ParkedRequests int // the part of HeldRequests parked (Park): not counted against MaxHeldRequests
 	HeldBytes      int // capacity of their buffers and of saved responses
 	SavedBytes     int // the part of HeldBytes in responses kept for at-most-once
 	PooledBytes    int // free buffers kept for reuse
@@ -79,6 +80,7 @@ func (e *Engine) Stats() Stats {
 	st.ServerSessions = e.serverSessions
 	st.HalfOpen = e.halfOpen.n
 	st.HeldRequests = e.heldReqs
+	st.ParkedRequests = e.parkedReqs
 	st.HeldBytes = e.heldBytes
 	st.SavedBytes = e.savedBytes
 	st.PooledBytes = e.bufs.held
