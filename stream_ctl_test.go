@@ -287,9 +287,9 @@ func TestStreamSurvivesFullServer(t *testing.T) {
 		}
 	}))
 	n := newMemNet()
-	// Three held requests at most: the stream's two parked exchanges and
-	// one more.
-	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(3))
+	// One held request at most besides the stream's two parked
+	// exchanges, which do not count against the limit.
+	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(1))
 	sess := dialT(t, n, n.Listen(t, nil), sep)
 	other := dialT(t, n, n.Listen(t, nil), sep)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -299,15 +299,11 @@ func TestStreamSurvivesFullServer(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // the parked exchanges are in
 	held := make(chan error, 1)
 	go func() { _, err := other.Call(ctx, "Hold", nil, nil); held <- err }()
-	for sep.Stats().HeldRequests < 3 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "the server full", func() bool { st := sep.Stats(); return st.HeldRequests-st.ParkedRequests >= 1 && st.ParkedRequests == 2 })
 	for i := range uint64(10) {
 		must(t, st.Send(binary.LittleEndian.AppendUint64(nil, i)))
 	}
-	for sess.Endpoint().Stats().NacksReceived == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "an exchange refused", func() bool { return sess.Endpoint().Stats().NacksReceived > 0 })
 	time.Sleep(5 * time.Millisecond)
 	close(release)
 	must(t, <-held)

@@ -33,7 +33,7 @@ func TestStreamClientGiveUpReachesHandler(t *testing.T) {
 		return nil, nil
 	}, erpc.Background()))
 	n := newMemNet()
-	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(3))
+	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(1)) // parked exchanges do not count against it
 	cli := n.Listen(t, nil)
 	sess := dialT(t, n, cli, sep)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -42,8 +42,8 @@ func TestStreamClientGiveUpReachesHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The client parks two exchanges (two held requests); the burst is
-	// one more, which fills the server.
+	// The client parks two exchanges (two held requests, off the
+	// limit); the burst is one more, which fills the server.
 	waitFor(t, "two parked exchanges", func() bool { return sep.Stats().HeldRequests == 2 })
 	slow := make(chan error, 1)
 	sess.Go("Slow", nil, nil, func(_ []byte, err error) { slow <- err })
