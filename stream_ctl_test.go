@@ -299,7 +299,10 @@ func TestStreamSurvivesFullServer(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // the parked exchanges are in
 	held := make(chan error, 1)
 	go func() { _, err := other.Call(ctx, "Hold", nil, nil); held <- err }()
-	waitFor(t, "the server full", func() bool { st := sep.Stats(); return st.HeldRequests-st.ParkedRequests >= 1 && st.ParkedRequests == 2 })
+	waitFor(t, "the server full", func() bool {
+		st := sep.Stats()
+		return st.HeldRequests-st.ParkedRequests >= 1 && st.ParkedRequests == 2
+	})
 	for i := range uint64(10) {
 		must(t, st.Send(binary.LittleEndian.AppendUint64(nil, i)))
 	}
