@@ -172,7 +172,8 @@ func WithKeepalive(interval, idle time.Duration) Option {
 // client with streams open parks at the server (two a session, answered
 // when a stream has output: Stats.ParkedRequests) wait for an event, not
 // for work, and do not count: idle streams never make a server refuse
-// calls. Their bytes count in WithMaxHeldBytes.
+// calls. Nor do they hold bytes (WithMaxHeldBytes): the server takes the
+// frames they carry into the streams' windows before it parks them.
 func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxHeldRequests = n } }
 
 // WithMaxHeldBytes bounds the memory a server holds for its clients: the
