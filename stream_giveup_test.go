@@ -36,7 +36,7 @@ func TestStreamClientGiveUpReachesHandler(t *testing.T) {
 	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(1)) // parked exchanges do not count against it
 	cli := n.Listen(t, nil)
 	sess := dialT(t, n, cli, sep)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang fails, not waits for good
 	defer cancel()
 	st, err := sess.NewStream(ctx, "Wait")
 	if err != nil {
