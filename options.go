@@ -159,9 +159,10 @@ func WithFailureTimeout(d time.Duration) Option {
 }
 
 // WithKeepalive sets how often idle client sessions ping their server
-// (default 5 s), and how long a server keeps a session it hears nothing
-// from (default 30 s; it must exceed the clients' interval). Zero keeps a
-// default.
+// (default 5 s; a session waiting for answers, a slow call's or an idle
+// stream's, asks for them at least as often instead), and how long a
+// server keeps a session it hears nothing from (default 30 s; it must
+// exceed the clients' interval). Zero keeps a default.
 func WithKeepalive(interval, idle time.Duration) Option {
 	return func(o *options) { o.engine.KeepaliveInterval, o.engine.IdleTimeout = interval, idle }
 }
@@ -172,7 +173,8 @@ func WithKeepalive(interval, idle time.Duration) Option {
 // client with streams open parks at the server (two a session, answered
 // when a stream has output: Stats.ParkedRequests) wait for an event, not
 // for work, and do not count: idle streams never make a server refuse
-// calls. Their bytes count in WithMaxHeldBytes.
+// calls. Nor do they hold bytes (WithMaxHeldBytes): the server takes the
+// frames they carry into the streams' windows before it parks them.
 func WithMaxHeldRequests(n int) Option { return func(o *options) { o.engine.MaxHeldRequests = n } }
 
 // WithMaxHeldBytes bounds the memory a server holds for its clients: the

@@ -82,8 +82,10 @@ import (
 // number of streams a server must hold. The exchanges a client parks
 // (two a session with streams) count in Stats.HeldRequests and
 // Stats.ParkedRequests but not against WithMaxHeldRequests, which bounds
-// work: idle streams never make a server refuse calls. They are released
-// when their session ends, however it ends.
+// work, and hold no bytes (the batch they came in goes back to the pool
+// once its frames are in the streams' windows): idle streams never make
+// a server refuse calls. They are released when their session ends,
+// however it ends.
 //
 // Either side ends a stream: the handler by returning (its error, or
 // nil, and its trailers reach the client's Recv after the messages it

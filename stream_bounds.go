@@ -39,8 +39,16 @@ func (st *serverStream) endFitting(code Code, payload, trailer []byte) (Code, []
 	if room := st.maxMsg - len(trailer); len(payload) > room {
 		msg, _ := decodeErrorPayload(payload) // the details go: the message says why
 		cut := fmt.Sprintf(" [cut from %d bytes to the session's limit]", len(msg))
-		msg = cutRunes(msg, room-len(cut)) + cut
-		payload = encodeErrorPayload(&Error{Msg: msg})
+		// The encoding may add bytes (a message that starts with a NUL
+		// travels in the structured form, with its length): cut again
+		// by what they take. The payload itself is cut only when the
+		// note alone does not fit, and then it is plain text.
+		keep := room - len(cut)
+		payload = encodeErrorPayload(&Error{Msg: cutRunes(msg, keep) + cut})
+		for len(payload) > room && keep > 0 {
+			keep -= len(payload) - room
+			payload = encodeErrorPayload(&Error{Msg: cutRunes(msg, keep) + cut})
+		}
 		if len(payload) > room {
 			payload = payload[:max(0, room)]
 		}
@@ -49,14 +57,20 @@ func (st *serverStream) endFitting(code Code, payload, trailer []byte) (Code, []
 }
 
 // cutRunes is the longest prefix of s of at most n bytes that splits no
-// character.
+// character, as utf8 decodes s: a byte that is not part of valid UTF-8 is
+// a character of its own, so only a valid character that straddles n
+// moves the cut back (to its start, at most utf8.UTFMax-1 bytes).
 func cutRunes(s string, n int) string {
 	if n >= len(s) {
 		return s
 	}
 	n = max(n, 0)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
+	start := n
+	for start > 0 && n-start < utf8.UTFMax-1 && !utf8.RuneStart(s[start]) {
+		start--
+	}
+	if _, size := utf8.DecodeRuneInString(s[start:]); start < n && start+size > n {
+		return s[:start]
 	}
 	return s[:n]
 }

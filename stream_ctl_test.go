@@ -287,9 +287,8 @@ func TestStreamSurvivesFullServer(t *testing.T) {
 		}
 	}))
 	n := newMemNet()
-	// One held request at most, the Hold call's (the stream's parked
-	// exchanges do not count): the exchanges carrying the stream's
-	// messages are refused while it is held.
+	// One held request at most besides the stream's two parked
+	// exchanges, which do not count against the limit.
 	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(1))
 	sess := dialT(t, n, n.Listen(t, nil), sep)
 	other := dialT(t, n, n.Listen(t, nil), sep)
@@ -300,7 +299,10 @@ func TestStreamSurvivesFullServer(t *testing.T) {
 	time.Sleep(20 * time.Millisecond) // the parked exchanges are in
 	held := make(chan error, 1)
 	go func() { _, err := other.Call(ctx, "Hold", nil, nil); held <- err }()
-	waitFor(t, "the Hold call held", func() bool { st := sep.Stats(); return st.HeldRequests-st.ParkedRequests >= 1 })
+	waitFor(t, "the server full", func() bool {
+		st := sep.Stats()
+		return st.HeldRequests-st.ParkedRequests >= 1 && st.ParkedRequests == 2
+	})
 	for i := range uint64(10) {
 		must(t, st.Send(binary.LittleEndian.AppendUint64(nil, i)))
 	}

@@ -33,21 +33,21 @@ func TestStreamClientGiveUpReachesHandler(t *testing.T) {
 		return nil, nil
 	}, erpc.Background()))
 	n := newMemNet()
-	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(1))
+	sep := n.Listen(t, srv, erpc.WithMaxHeldRequests(1)) // parked exchanges do not count against it
 	cli := n.Listen(t, nil)
 	sess := dialT(t, n, cli, sep)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a hang fails, not waits for good
 	defer cancel()
 	st, err := sess.NewStream(ctx, "Wait")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The client parks two exchanges (held, but parked: off the limit);
-	// the burst is one request, which fills the server.
-	waitFor(t, "two parked exchanges", func() bool { return sep.Stats().ParkedRequests == 2 })
+	// The client parks two exchanges (two held requests, off the
+	// limit); the burst is one more, which fills the server.
+	waitFor(t, "two parked exchanges", func() bool { return sep.Stats().HeldRequests == 2 })
 	slow := make(chan error, 1)
 	sess.Go("Slow", nil, nil, func(_ []byte, err error) { slow <- err })
-	waitFor(t, "the server full", func() bool { st := sep.Stats(); return st.HeldRequests-st.ParkedRequests == 1 })
+	waitFor(t, "the server full", func() bool { return sep.Stats().HeldRequests == 3 })
 	if err := st.Send([]byte("x")); err != nil {
 		t.Fatal(err)
 	}

@@ -170,6 +170,7 @@ func serveStreamExchange(q Request) {
 		}
 		ss.parked = append(ss.parked, q)
 		_ = ep.eng.Park(r.h) // waiting for output, not work: off WithMaxHeldRequests (it is live: its handler runs)
+		r.data = nil         // its frames were taken: Park gave its memory back to the pool
 	}
 }
 

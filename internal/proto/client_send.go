@@ -307,9 +307,12 @@ func (e *Engine) clientDeadline(s *session) Time {
 
 // probeDelay is how long a waiting slot stays quiet before it asks the
 // server for the response again: the RTO, backing off while the server
-// answers "still pending", but often enough to notice a dead server.
+// answers "still pending", but often enough to notice a dead server, and
+// at least every KeepaliveInterval: a waiting session does not ping, and
+// its server ends a session it does not hear from for its IdleTimeout,
+// which need only exceed the interval.
 func (e *Engine) probeDelay(cs *clientSide, probes uint8) time.Duration {
-	return backoff(cs.rto(&e.cfg), probes, e.cfg.FailureTimeout/4)
+	return backoff(cs.rto(&e.cfg), probes, min(e.cfg.FailureTimeout/4, e.cfg.KeepaliveInterval))
 }
 
 // clientTimer does what is due on client session s.

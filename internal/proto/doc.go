@@ -109,7 +109,9 @@
 //     waiting in a deep queue. The application can refuse too (Reject).
 //     A request the driver parks (Park: it waits for an event, as a
 //     stream's exchange waits for output) is not work and does not count
-//     against MaxHeldRequests; its bytes still do.
+//     against MaxHeldRequests; its message goes back to the pool, so it
+//     holds no bytes either (a request parked for good would otherwise
+//     keep up to a message's worth of MaxHeldBytes).
 //     The responses slots keep for at-most-once count toward the same
 //     bound, by the capacity of their buffers. Receive memory follows
 //     load, not sessions: an idle server session costs about a kilobyte

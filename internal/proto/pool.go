@@ -49,8 +49,11 @@ func (e *Engine) admit(size int) bool {
 // than for work (a stream's exchange the server answers when one of the
 // session's streams has output): it no longer counts against
 // MaxHeldRequests, which bounds the work a server queues, so that idle
-// streams cannot make a server refuse calls. Its bytes still count
-// (MaxHeldBytes), and it stays among Stats.HeldRequests (and
+// streams cannot make a server refuse calls. Its message goes back to
+// the pool (the driver must be done with Data: it is nil after), so that
+// it holds no bytes either: a parked request may wait for good, and the
+// batch it came in (up to the session's message limit) would otherwise
+// fill MaxHeldBytes. It stays among Stats.HeldRequests (and
 // Stats.ParkedRequests). The driver bounds how many it parks (erpc: two
 // a session), and answers each, as any request, once its session ends
 // (EventRequestCanceled), which releases it.
@@ -62,6 +65,11 @@ func (e *Engine) Park(h ReqHandle) error {
 	if !r.parked {
 		r.parked = true
 		e.parkedReqs++
+	}
+	if r.data != nil { // not in flight: a request's buffer is only received into
+		e.heldBytes -= cap(r.data)
+		e.bufs.put(r.data)
+		r.data = nil
 	}
 	return nil
 }
