@@ -68,7 +68,9 @@ func putCall(c *call) {
 // response. resp is a buffer to reuse: the response is written into it when
 // it is large enough, so a caller that passes the previous response back
 // allocates nothing. Call honours ctx's deadline and cancellation: the
-// deadline travels to the server's handler, the server is told to drop a
+// deadline travels to the server's handler (as the time left when the
+// request goes out, as gRPC's does: the handler's deadline is the
+// caller's, later by the request's transit), the server is told to drop a
 // canceled request, and the call returns an error with code
 // DeadlineExceeded or Canceled, for which errors.Is(err,
 // context.DeadlineExceeded) (or context.Canceled) holds.
