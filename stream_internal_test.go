@@ -43,23 +43,7 @@ func TestStreamMemoryBound(t *testing.T) {
 	}, StreamWindow(msgs, bytes)); err != nil {
 		t.Fatal(err)
 	}
-	net := memnet.NewNetwork(1, memnet.LinkConfig{})
-	str, _ := net.Listen("")
-	sep, err := srv.Listen("", WithTransport(str))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sep.Close()
-	ctr, _ := net.Listen("")
-	cep, err := Listen("", WithTransport(ctr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cep.Close()
-	sess, err := cep.Dial(context.Background(), sep.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := memStreamPair(t, srv)
 	cs, err := sess.NewStream(context.Background(), "M", StreamWindow(msgs, bytes))
 	if err != nil {
 		t.Fatal(err)
@@ -93,4 +77,28 @@ func TestStreamMemoryBound(t *testing.T) {
 			t.Errorf("the %s never buffered: the reader was not slow enough to test anything", side)
 		}
 	}
+}
+
+// memStreamPair serves srv on a fresh memnet and dials it from a second
+// endpoint; both close when the test ends.
+func memStreamPair(t *testing.T, srv *Server) *Session {
+	t.Helper()
+	net := memnet.NewNetwork(1, memnet.LinkConfig{})
+	str, _ := net.Listen("")
+	sep, err := srv.Listen("", WithTransport(str))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sep.Close() })
+	ctr, _ := net.Listen("")
+	cep, err := Listen("", WithTransport(ctr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cep.Close() })
+	sess, err := cep.Dial(context.Background(), sep.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sess
 }

@@ -3,8 +3,6 @@ package erpc
 import (
 	"context"
 	"testing"
-
-	"github.com/erpc-go/erpc/transport/memnet"
 )
 
 // TestStreamOpeningForgotten: the client remembers a stream while its
@@ -17,23 +15,8 @@ func TestStreamOpeningForgotten(t *testing.T) {
 	if err := srv.HandleStream("S", func(s ServerStream) error { return s.Send([]byte("x")) }); err != nil {
 		t.Fatal(err)
 	}
-	net := memnet.NewNetwork(1, memnet.LinkConfig{})
-	str, _ := net.Listen("")
-	sep, err := srv.Listen("", WithTransport(str))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sep.Close()
-	ctr, _ := net.Listen("")
-	cep, err := Listen("", WithTransport(ctr))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cep.Close()
-	sess, err := cep.Dial(context.Background(), sep.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sess := memStreamPair(t, srv)
+	cep := sess.Endpoint()
 	failed := 0
 	for i := range 20 {
 		method := "S"

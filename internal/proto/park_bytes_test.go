@@ -17,26 +17,7 @@ func TestParkedRequestsHoldNoBytes(t *testing.T) {
 	w := newWorld(t, 3, simnet.LinkConfig{Delay: 10 * time.Microsecond})
 	srv := w.addHost("server", "10.0.0.1:1", Config{Random: seedRandom(3), MaxHeldBytes: 128 << 10})
 	cli := w.addHost("client", "10.0.0.2:1", Config{Random: seedRandom(4)})
-	var parked []ReqHandle
-	kept := 0
-	srv.onEvent = func(ev Event) {
-		if ev.Type != EventRequest {
-			return
-		}
-		if ev.Req.Type() == parkType {
-			if err := srv.e.Park(ev.Req); err != nil {
-				panic(err)
-			}
-			if ev.Req.Data() != nil {
-				kept++ // its message outlived its Park
-			}
-			parked = append(parked, ev.Req)
-			return
-		}
-		if err := srv.e.Respond(0, ev.Req, 0, nil); err != nil {
-			panic(err)
-		}
-	}
+	ps := parkServer(srv, parkType)
 	got := collect(cli)
 	sid := cli.e.Connect(w.now, srv.addr)
 	w.runUntil(1000*ms, func() bool { return len(got.up) == 1 })
@@ -46,9 +27,9 @@ func TestParkedRequestsHoldNoBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	w.runUntil(w.now+1000*ms, func() bool { return len(parked) == 2 })
-	if st := srv.e.Stats(); st.ParkedRequests != 2 || st.HeldBytes != 0 || kept != 0 {
-		t.Fatalf("two parked: parked %d, held bytes %d, messages kept %d (want 2, 0, 0)", st.ParkedRequests, st.HeldBytes, kept)
+	w.runUntil(w.now+1000*ms, func() bool { return len(ps.parked) == 2 })
+	if st := srv.e.Stats(); st.ParkedRequests != 2 || st.HeldBytes != 0 || ps.kept != 0 {
+		t.Fatalf("two parked: parked %d, held bytes %d, messages kept %d (want 2, 0, 0)", st.ParkedRequests, st.HeldBytes, ps.kept)
 	}
 	work := map[CallID]bool{}
 	for range 4 {
@@ -64,7 +45,7 @@ func TestParkedRequestsHoldNoBytes(t *testing.T) {
 			t.Fatalf("a call of %d bytes beside two parked ones (MaxHeldBytes 128 KiB): %v", size, err)
 		}
 	}
-	for _, h := range parked {
+	for _, h := range ps.parked {
 		if err := srv.e.Respond(w.now, h, 0, []byte("out")); err != nil {
 			t.Fatalf("answer a parked request: %v", err)
 		}

@@ -25,22 +25,7 @@ func TestParkedRequestsOffTheBudget(t *testing.T) {
 		w := newWorld(t, seed, simnet.LinkConfig{Delay: 10 * time.Microsecond, Reorder: 0.1, ReorderDelay: 20 * time.Microsecond})
 		srv := w.addHost("server", "10.0.0.1:1", Config{Random: seedRandom(seed + 1), MaxHeldRequests: limit})
 		cli := w.addHost("client", "10.0.0.2:1", Config{Random: seedRandom(seed + 2)})
-		var parked []ReqHandle
-		srv.onEvent = func(ev Event) {
-			if ev.Type != EventRequest {
-				return
-			}
-			if ev.Req.Type() == parkType {
-				if err := srv.e.Park(ev.Req); err != nil {
-					panic(err)
-				}
-				parked = append(parked, ev.Req)
-				return
-			}
-			if err := srv.e.Respond(0, ev.Req, 0, nil); err != nil {
-				panic(err)
-			}
-		}
+		ps := parkServer(srv, parkType)
 		got := collect(cli)
 		sessions := 2 + rng.IntN(3)
 		var sids []SessionID
@@ -55,7 +40,7 @@ func TestParkedRequestsOffTheBudget(t *testing.T) {
 			if _, err := cli.e.StartCall(w.now, sids[i%sessions], parkType, []byte("wait"), nil, Never, nil); err != nil {
 				t.Fatal(err)
 			}
-			w.runUntil(w.now+1000*ms, func() bool { return len(parked)+len(got.done) > i })
+			w.runUntil(w.now+1000*ms, func() bool { return len(ps.parked)+len(got.done) > i })
 		}
 		for _, ev := range got.done {
 			t.Fatalf("seed %d: a parked call completed: %v", seed, ev.Err)
@@ -80,9 +65,9 @@ func TestParkedRequestsOffTheBudget(t *testing.T) {
 			}
 		}
 		// Some parked ones answered, the rest go with their session.
-		rng.Shuffle(len(parked), func(i, j int) { parked[i], parked[j] = parked[j], parked[i] })
-		answered := rng.IntN(len(parked) + 1)
-		for _, h := range parked[:answered] {
+		rng.Shuffle(len(ps.parked), func(i, j int) { ps.parked[i], ps.parked[j] = ps.parked[j], ps.parked[i] })
+		answered := rng.IntN(len(ps.parked) + 1)
+		for _, h := range ps.parked[:answered] {
 			if err := srv.e.Respond(w.now, h, 0, nil); err != nil {
 				t.Fatalf("seed %d: answer a parked request: %v", seed, err)
 			}
@@ -93,7 +78,7 @@ func TestParkedRequestsOffTheBudget(t *testing.T) {
 		w.runUntil(w.now+60_000*ms, func() bool { return srv.e.Stats().ServerSessions == 0 })
 		// The driver answers what its session's end orphaned: that
 		// releases them (ErrRequestGone).
-		for _, h := range parked[answered:] {
+		for _, h := range ps.parked[answered:] {
 			if err := srv.e.Respond(w.now, h, 0, nil); !errors.Is(err, ErrRequestGone) {
 				t.Fatalf("seed %d: answer a parked request after its session ended: %v, want ErrRequestGone", seed, err)
 			}
@@ -142,4 +127,34 @@ func doneAll(c *collector, ids map[CallID]bool) bool {
 		}
 	}
 	return true
+}
+
+// parkingServer is a server that parks every request of type parkType
+// (and records it) and answers every other at once.
+type parkingServer struct {
+	parked []ReqHandle
+	kept   int // parked requests whose message outlived their Park
+}
+
+func parkServer(srv *host, parkType uint32) *parkingServer {
+	ps := &parkingServer{}
+	srv.onEvent = func(ev Event) {
+		if ev.Type != EventRequest {
+			return
+		}
+		if ev.Req.Type() == parkType {
+			if err := srv.e.Park(ev.Req); err != nil {
+				panic(err)
+			}
+			if ev.Req.Data() != nil {
+				ps.kept++
+			}
+			ps.parked = append(ps.parked, ev.Req)
+			return
+		}
+		if err := srv.e.Respond(0, ev.Req, 0, nil); err != nil {
+			panic(err)
+		}
+	}
+	return ps
 }
