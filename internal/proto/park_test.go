@@ -2,7 +2,6 @@ package proto
 
 import (
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -116,7 +115,7 @@ func TestParkRefusesStale(t *testing.T) {
 		t.Fatalf("Park of an answered request: %v, want ErrStaleRequest", parkErr)
 	}
 	if st := srv.e.Stats(); st.ParkedRequests != 0 || st.HeldRequests != 0 {
-		t.Fatalf("%s", fmt.Sprintf("held %d, parked %d", st.HeldRequests, st.ParkedRequests))
+		t.Fatalf("after the answer: held %d, parked %d", st.HeldRequests, st.ParkedRequests)
 	}
 }
 
