@@ -41,10 +41,14 @@ type fleetSess struct {
 }
 
 // usable: fs is a session that takes calls. A Client's session that
-// went down never comes back (the Client dials another; Session.byClient):
-// until the control goroutine has retired it, calls keep away from it
+// went down never comes back (the Client dials another; Session.byClient),
+// and one whose server is draining takes no new call from the moment its
+// notice arrives: until the control goroutine has retired it (the ready
+// set it republishes can lag behind under load), calls keep away from it
 // and wait for the ready set rather than fail on it at once.
-func (fs *fleetSess) usable() bool { return fs != nil && fs.s.downs.Load() == 0 }
+func (fs *fleetSess) usable() bool {
+	return fs != nil && fs.s.downs.Load() == 0 && !fs.s.draining.Load()
+}
 
 // idle: no call or stream of the Client's is in flight on it.
 func (fs *fleetSess) idle() bool {
