@@ -20,20 +20,7 @@ import (
 func TestReviewTLSStreamsThroughFaults(t *testing.T) {
 	pki := newTestPKI(t)
 	srv := erpc.NewServer()
-	must(t, srv.HandleStream("Echo", func(s erpc.ServerStream) error {
-		for {
-			m, err := s.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := s.Send(m); err != nil {
-				return err
-			}
-		}
-	}))
+	must(t, srv.HandleStream("Echo", echoBack))
 	sep := listenT(t, srv, "127.0.0.1:0", erpc.WithTLS(pki.serverTLS()))
 	relay := newFaultRelay(t, sep.Addr(), 11)
 	cep := listenT(t, nil, "127.0.0.1:0", erpc.WithTLS(pki.clientTLS()))

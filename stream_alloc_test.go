@@ -2,10 +2,7 @@ package erpc_test
 
 import (
 	"context"
-	"io"
 	"testing"
-
-	"github.com/erpc-go/erpc"
 )
 
 // TestStreamAllocs counts heap allocations per message pair in a warm
@@ -16,20 +13,7 @@ func TestStreamAllocs(t *testing.T) {
 	if streamRace {
 		t.Skip("the race detector's sync.Pool drops at random: counted without it")
 	}
-	srv := streamServer(t, "Echo", func(s erpc.ServerStream) error {
-		for {
-			m, err := s.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := s.Send(m); err != nil {
-				return err
-			}
-		}
-	})
+	srv := streamServer(t, "Echo", echoBack)
 	_, sess := streamPair(t, newMemNet(), srv)
 	st, err := sess.NewStream(context.Background(), "Echo")
 	must(t, err)

@@ -86,21 +86,24 @@ func runBidiEcho(t *testing.T, sess *erpc.Session, seed uint64, streams, msgs, m
 	return <-errs
 }
 
-func echoStreamServer(t *testing.T, win ...erpc.StreamOption) *erpc.Server {
-	return streamServer(t, "Echo", func(s erpc.ServerStream) error {
-		for {
-			m, err := s.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := s.Send(m); err != nil {
-				return err
-			}
+// echoBack is a stream handler that sends back every message it gets.
+func echoBack(s erpc.ServerStream) error {
+	for {
+		m, err := s.Recv()
+		if err == io.EOF {
+			return nil
 		}
-	}, win...)
+		if err != nil {
+			return err
+		}
+		if err := s.Send(m); err != nil {
+			return err
+		}
+	}
+}
+
+func echoStreamServer(t *testing.T, win ...erpc.StreamOption) *erpc.Server {
+	return streamServer(t, "Echo", echoBack, win...)
 }
 
 // TestTurnsSmallMaxMessage: bidi echo over many streams with a

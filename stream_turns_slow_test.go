@@ -40,20 +40,7 @@ func TestSlowReaderHoldsOnlyItsOwn(t *testing.T) {
 		}
 		return nil
 	}))
-	must(t, srv.HandleStream("Echo", func(s erpc.ServerStream) error {
-		for {
-			m, err := s.Recv()
-			if err == io.EOF {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if err := s.Send(m); err != nil {
-				return err
-			}
-		}
-	}))
+	must(t, srv.HandleStream("Echo", echoBack))
 	n := newMemNet()
 	_, sess := streamPair(t, n, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
